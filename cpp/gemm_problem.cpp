@@ -1,0 +1,111 @@
+#include "gemm_problem.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <cuda_runtime.h>
+
+namespace pycutlass_gemm {
+
+const char* dtype_name(DType d) {
+  switch (d) {
+    case DType::F32: return "float32";
+    case DType::F16: return "float16";
+    case DType::BF16: return "bfloat16";
+    case DType::F64: return "float64";
+  }
+  return "?";
+}
+
+const char* layout_name(Layout l) {
+  switch (l) {
+    case Layout::Row: return "row";
+    case Layout::Col: return "col";
+    case Layout::Strided: return "any";
+  }
+  return "?";
+}
+
+const char* precision_name(Precision p) { return p == Precision::Tf32 ? "tf32" : "ieee"; }
+
+int dtype_size(DType d) {
+  switch (d) {
+    case DType::F32: return 4;
+    case DType::F16: return 2;
+    case DType::BF16: return 2;
+    case DType::F64: return 8;
+  }
+  return 0;
+}
+
+Layout MatrixRef::layout() const {
+  // A row (column) of one element may have any stride: torch gives such
+  // dimensions arbitrary strides, and `x.T` of an (n, 1) tensor must still count.
+  bool row = (col_stride == 1 || cols <= 1) && (row_stride >= cols || rows <= 1);
+  bool col = (row_stride == 1 || rows <= 1) && (col_stride >= rows || cols <= 1);
+  if (row && col) return cols >= rows ? Layout::Row : Layout::Col;  // vectors and 1x1
+  if (row) return Layout::Row;
+  if (col) return Layout::Col;
+  return Layout::Strided;
+}
+
+int64_t MatrixRef::ld() const {
+  switch (layout()) {
+    case Layout::Row: return rows <= 1 ? std::max<int64_t>(cols, 1) : row_stride;
+    case Layout::Col: return cols <= 1 ? std::max<int64_t>(rows, 1) : col_stride;
+    case Layout::Strided: break;
+  }
+  return 0;
+}
+
+static bool aligned(const void* ptr, int64_t bytes) {
+  return reinterpret_cast<uintptr_t>(ptr) % static_cast<uintptr_t>(bytes) == 0;
+}
+
+std::string check_common(const KernelInfo& info, const GemmProblem& p) {
+  if (p.sm < info.sm_min || p.sm > info.sm_max)
+    return "needs compute capability " + std::to_string(info.sm_min) +
+           (info.sm_max != info.sm_min ? ".." + std::to_string(info.sm_max) : "") +
+           ", device has " + std::to_string(p.sm);
+  if (p.dtype != info.dtype)
+    return std::string("built for ") + dtype_name(info.dtype) + ", inputs are " + dtype_name(p.dtype);
+  if (info.math == Precision::Tf32 && p.precision != Precision::Tf32)
+    return "uses tf32 tensor cores; precision is 'ieee'";
+  const Layout la = p.a.layout(), lb = p.b.layout();
+  if (info.a_layout != Layout::Strided && la != info.a_layout)
+    return std::string("built for ") + layout_name(info.a_layout) + "-major A, A is " +
+           (la == Layout::Strided ? "neither row- nor column-major" : std::string(layout_name(la)) + "-major");
+  if (info.b_layout != Layout::Strided && lb != info.b_layout)
+    return std::string("built for ") + layout_name(info.b_layout) + "-major B, B is " +
+           (lb == Layout::Strided ? "neither row- nor column-major" : std::string(layout_name(lb)) + "-major");
+  const bool strided_ok = info.family == "naive" || info.family == "fallback";
+  if (!strided_ok && p.d.layout() != Layout::Row) return "needs a row-major output";
+  if (!strided_ok && p.beta != 0.0 && p.c.layout() != Layout::Row) return "needs a row-major C";
+  if (info.alignment > 1) {
+    const int64_t bytes = static_cast<int64_t>(info.alignment) * dtype_size(p.dtype);
+    struct Named { const char* name; const MatrixRef* ref; };
+    const Named operands[] = {{"A", &p.a}, {"B", &p.b}, {"C", &p.c}, {"D", &p.d}};
+    for (const Named& o : operands) {
+      if (o.ref == &p.c && p.beta == 0.0) continue;
+      if (!aligned(o.ref->ptr, bytes))
+        return std::string("needs ") + std::to_string(bytes) + "-byte aligned " + o.name + " pointer";
+      if (o.ref->ld() % info.alignment != 0)
+        return std::string("needs the leading dimension of ") + o.name + " to be a multiple of " +
+               std::to_string(info.alignment) + " elements (" + std::to_string(bytes) + " bytes), it is " +
+               std::to_string(o.ref->ld());
+      if (p.batch > 1 && o.ref->batch_stride % info.alignment != 0)
+        return std::string("needs the batch stride of ") + o.name + " to be a multiple of " +
+               std::to_string(info.alignment) + " elements";
+    }
+  }
+  return "";
+}
+
+void check_launch(const char* kernel_name) {
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess)
+    throw std::runtime_error(std::string(kernel_name) + ": CUDA error " + cudaGetErrorName(err) + ": " +
+                             cudaGetErrorString(err));
+}
+
+}  // namespace pycutlass_gemm

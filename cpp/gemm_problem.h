@@ -1,0 +1,85 @@
+// The framework-free core: one problem description and one kernel interface.
+//
+// Nothing here includes libtorch. Python reads pointers, shapes, strides and the
+// stream off torch tensors and hands them over as plain integers, so the extension
+// builds and imports on a machine with a CPU-only torch and no GPU.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace pycutlass_gemm {
+
+enum class DType { F32, F16, BF16, F64 };
+enum class Layout { Row, Col, Strided };  // Strided: neither; only the fallback takes it
+enum class Precision { Ieee, Tf32 };      // how fp32 inputs may be multiplied
+
+const char* dtype_name(DType d);
+const char* layout_name(Layout l);
+const char* precision_name(Precision p);
+int dtype_size(DType d);
+
+// One matrix operand: rows x cols elements at `ptr`, element (i, j) at
+// ptr + i * row_stride + j * col_stride (strides in elements), batch b at
+// ptr + b * batch_stride (0 broadcasts one matrix over the batch).
+struct MatrixRef {
+  const void* ptr = nullptr;
+  int64_t rows = 0, cols = 0;
+  int64_t row_stride = 0, col_stride = 0;
+  int64_t batch_stride = 0;
+
+  // Row if elements of a row are adjacent, Col if elements of a column are; a
+  // dimension of extent 1 places no constraint (as in torch's is_contiguous).
+  Layout layout() const;
+  // Leading dimension of a Row/Col matrix: the stride between rows (Row) or
+  // columns (Col), never less than the row (column) length.
+  int64_t ld() const;
+};
+
+// D = alpha * (A @ B) + beta * C, for `batch` matrices.
+// A is m x k, B is k x n, C and D are m x n. C is read only when beta != 0.
+struct GemmProblem {
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  MatrixRef a, b, c, d;
+  DType dtype = DType::F32;  // A, B, C and D share it; accumulation is fp32 (fp64 for F64)
+  Precision precision = Precision::Ieee;
+  double alpha = 1.0, beta = 0.0;
+  int sm = 0;        // compute capability of the device, e.g. 90 (0: no device)
+  int sm_count = 0;  // multiprocessors on that device
+  uintptr_t stream = 0;
+};
+
+// What a kernel is, for listing and for choosing.
+struct KernelInfo {
+  std::string name;
+  std::string family;    // "naive", "fallback", "cutlass_sm90", "cutlass_simt"
+  DType dtype;
+  Precision math;        // Tf32 for tf32 tensor cores; Ieee for exact fp32 (and 16-bit inputs)
+  Layout a_layout, b_layout;  // Strided means "any"
+  int sm_min, sm_max;    // device compute capabilities it runs on
+  std::string tile;      // e.g. "128x256x64 cluster 2x1x1 cooperative persistent"
+  int alignment;         // elements: leading dimensions and pointers must be multiples (1: none)
+  int priority;          // auto dispatch prefers larger among kernels that can implement a problem
+};
+
+class GemmKernel {
+ public:
+  virtual ~GemmKernel() = default;
+  virtual const KernelInfo& info() const = 0;
+  // Empty when the kernel can run `p`; otherwise the reason it cannot.
+  virtual std::string can_implement(const GemmProblem& p) const = 0;
+  // Bytes of device scratch the caller must pass to run(), 16-byte aligned.
+  virtual size_t workspace_size(const GemmProblem& p) const { return 0; }
+  // Launches on p.stream; throws std::runtime_error naming a CUDA error.
+  virtual void run(const GemmProblem& p, void* workspace) const = 0;
+};
+
+// Checks shared by every kernel's can_implement: a device of the kernel's
+// architecture, the kernel's dtype, precision and layouts, its alignment.
+std::string check_common(const KernelInfo& info, const GemmProblem& p);
+
+// Throws std::runtime_error carrying the name of the kernel and the CUDA error,
+// if the last launch failed.
+void check_launch(const char* kernel_name);
+
+}  // namespace pycutlass_gemm

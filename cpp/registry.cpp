@@ -1,0 +1,50 @@
+#include "registry.h"
+
+#include <algorithm>
+
+namespace pycutlass_gemm {
+
+const std::vector<const GemmKernel*>& all_kernels() {
+  static const std::vector<const GemmKernel*> kernels = [] {
+    std::vector<const GemmKernel*> out;
+    register_naive_kernels(out);
+    register_fallback_kernels(out);
+    register_cutlass_kernels(out);
+    return out;
+  }();
+  return kernels;
+}
+
+const GemmKernel* find_kernel(const std::string& name, DType dtype) {
+  for (const GemmKernel* k : all_kernels())
+    if (k->info().name == name && k->info().dtype == dtype) return k;
+  return nullptr;
+}
+
+Plan plan(const GemmProblem& p) {
+  // Highest priority first; ties keep registration order.
+  std::vector<const GemmKernel*> order = all_kernels();
+  std::stable_sort(order.begin(), order.end(), [](const GemmKernel* x, const GemmKernel* y) {
+    return x->info().priority > y->info().priority;
+  });
+  std::string refused;
+  for (const GemmKernel* k : order) {
+    const KernelInfo& info = k->info();
+    if (info.family == "naive") continue;  // a baseline, never chosen
+    // Only kernels built for this dtype, precision and layouts explain why they were passed over.
+    const bool relevant = info.dtype == p.dtype &&
+                          (info.math != Precision::Tf32 || p.precision == Precision::Tf32) &&
+                          (info.a_layout == Layout::Strided || info.a_layout == p.a.layout()) &&
+                          (info.b_layout == Layout::Strided || info.b_layout == p.b.layout());
+    std::string why = k->can_implement(p);
+    if (why.empty()) {
+      std::string reason = "highest-priority kernel that can implement the problem";
+      if (!refused.empty()) reason += "; passed over: " + refused;
+      return {k, reason};
+    }
+    if (relevant) refused += (refused.empty() ? "" : "; ") + info.name + " (" + why + ")";
+  }
+  return {nullptr, "no kernel can implement the problem: " + refused};
+}
+
+}  // namespace pycutlass_gemm

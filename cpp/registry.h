@@ -1,0 +1,30 @@
+// The registry of kernels: the single source of truth that Python lists.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gemm_problem.h"
+
+namespace pycutlass_gemm {
+
+// Every kernel built into this extension, in registration order.
+const std::vector<const GemmKernel*>& all_kernels();
+// The kernel of that name built for that dtype (the naive and fallback kernels
+// are one name for every dtype); nullptr if absent.
+const GemmKernel* find_kernel(const std::string& name, DType dtype);
+
+// What `variant="auto"` runs: the kernel, and why it was chosen (or why each
+// faster one was refused).
+struct Plan {
+  const GemmKernel* kernel;
+  std::string reason;
+};
+Plan plan(const GemmProblem& p);
+
+// Each kernel family contributes its kernels through one function.
+void register_naive_kernels(std::vector<const GemmKernel*>& out);
+void register_fallback_kernels(std::vector<const GemmKernel*>& out);
+void register_cutlass_kernels(std::vector<const GemmKernel*>& out);  // generated
+
+}  // namespace pycutlass_gemm

@@ -1,0 +1,229 @@
+"""The product: ``gemm`` and what it is made of.
+
+A matrix's layout is read from its strides: ``A.T`` of a row-major tensor is a
+column-major matrix, and that is a choice of kernel, never a copy. The C++
+registry (``pycutlass_gemm._C``) is the single source of truth for which
+kernels exist and which one ``variant="auto"`` runs; this module only turns
+tensors into a ``GemmProblem`` and checks arguments before anything launches.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import os
+
+import torch
+
+try:
+    from . import _C
+except ImportError as e:  # the usual cause: running from the source tree, which has no built _C
+    raise ImportError(
+        f"pycutlass_gemm's compiled core could not be imported from {os.path.dirname(__file__)} ({e}). "
+        "Install the package (pip install .) and run from outside the source tree."
+    ) from e
+
+_DTYPES = {
+    torch.float32: _C.DType.float32,
+    torch.float16: _C.DType.float16,
+    torch.bfloat16: _C.DType.bfloat16,
+    torch.float64: _C.DType.float64,
+}
+PRECISIONS = ("ieee", "tf32")
+_DEFAULT_ARCH = 90  # what plan() assumes without a CUDA device: the GPU this package is built for
+
+
+def kernels() -> list[dict]:
+    """Every registered kernel: name, family, dtype, math, layout_a/layout_b ("row", "col" or "any"),
+    sm_min/sm_max, tile, alignment (elements) and priority (auto prefers larger)."""
+    return _C.kernels()
+
+
+def layout_of(t: torch.Tensor) -> str:
+    """"row" or "col": how the elements of a 2-D tensor lie in memory. Works on any device, meta too.
+
+    Raises ValueError for a view that is neither (e.g. ``x[:, ::2]``); ``gemm`` runs such inputs
+    on the fallback kernel through their strides."""
+    _check_2d(t, "t")
+    layout = _C.layout(t.shape[0], t.shape[1], t.stride(0), t.stride(1))
+    if layout == "any":
+        raise ValueError(
+            f"tensor of shape {tuple(t.shape)} and strides {t.stride()} is neither row- nor column-major"
+        )
+    return layout
+
+
+def default_precision() -> str:
+    """The fp32 precision torch.matmul would use now: "tf32" if torch allows TF32 for matmul
+    (torch.backends.cuda.matmul.fp32_precision / allow_tf32 / set_float32_matmul_precision)."""
+    matmul = torch.backends.cuda.matmul
+    for setting in (getattr(matmul, "fp32_precision", None), getattr(torch.backends, "fp32_precision", None)):
+        if setting in PRECISIONS:
+            return setting
+    try:
+        return "tf32" if matmul.allow_tf32 else "ieee"
+    except RuntimeError:  # torch refuses to read the legacy flag once the new API was used
+        return "ieee" if torch.get_float32_matmul_precision() == "highest" else "tf32"
+
+
+def plan(a: torch.Tensor, b: torch.Tensor, *, precision: str | None = None, arch: int | None = None) -> dict:
+    """What ``gemm(a, b, variant="auto")`` would run, without running it: ``{"kernel", "reason"}``.
+
+    Works on meta and CPU tensors; ``arch`` (e.g. 90) defaults to the current CUDA device's
+    compute capability, or 90 without one."""
+    problem = _problem(a, b, None, precision, for_launch=False, arch=arch)
+    name, reason = _C.plan(problem)
+    return {"kernel": name, "reason": reason}
+
+
+def can_run(name: str, a: torch.Tensor, b: torch.Tensor, *, precision: str | None = None,
+            arch: int | None = None) -> str:
+    """"" if kernel ``name`` can compute ``a @ b``, else the reason it cannot."""
+    return _C.can_implement(name, _problem(a, b, None, precision, for_launch=False, arch=arch))
+
+
+def gemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "auto", out: torch.Tensor | None = None,
+         precision: str | None = None) -> torch.Tensor:
+    """``a @ b`` for 2-D CUDA tensors of dtype float32, float16, bfloat16 (or float64, fallback only).
+
+    ``a`` and ``b`` may be any views: row- or column-major with a leading dimension (``A.T``, column
+    slices) select a kernel built for that layout; other strides run on the fallback kernel. Nothing
+    is copied. Accumulation is fp32. The result is a new row-major tensor of the inputs' dtype, or
+    is written into ``out`` (shape (m, n), same dtype and device, row- or column-major).
+
+    ``variant``: "auto" (the best registered kernel that can implement the problem), or any name
+    from ``kernels()`` ("naive", "fallback", ...). ``precision`` for float32 inputs: "ieee" or
+    "tf32"; None follows torch's own TF32 switch, as torch.matmul does. It is ignored for other
+    dtypes. A named kernel that cannot implement the problem raises ValueError with its reason.
+    """
+    problem = _problem(a, b, out, precision, for_launch=True)
+    if out is None:
+        out = torch.empty((problem.m, problem.n), dtype=a.dtype, device=a.device)
+        problem.d = problem.c = _matrix(out)
+    if problem.m == 0 or problem.n == 0:
+        return out
+    if problem.k == 0:
+        return out.zero_()
+
+    if variant == "auto":
+        name, reason = _C.plan(problem)
+        if name is None:
+            raise ValueError(f"pycutlass_gemm.gemm: {reason}")
+        _warn_if_not_hopper(problem, name)
+    else:
+        name = variant
+        reason = _C.can_implement(name, problem)  # ValueError for an unknown name
+        if reason:
+            raise ValueError(f"pycutlass_gemm.gemm: kernel '{name}' cannot implement this problem: {reason}")
+
+    workspace_bytes = _C.workspace_size(name, problem)
+    workspace = torch.empty(workspace_bytes, dtype=torch.uint8, device=a.device) if workspace_bytes else None
+    with torch.cuda.device(a.device):
+        problem.stream = torch.cuda.current_stream(a.device).cuda_stream
+        _C.run(name, problem, workspace.data_ptr() if workspace is not None else 0)
+    return out
+
+
+# --- building the problem ---------------------------------------------------------------------------
+
+def _check_2d(t, what: str) -> None:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{what} must be a torch.Tensor, got {type(t).__name__}")
+    if t.dim() != 2:
+        raise ValueError(f"{what} must be 2-D, got {t.dim()}-D with shape {tuple(t.shape)}")
+
+
+def _matrix(t: torch.Tensor) -> _C.MatrixRef:
+    ptr = 0 if t.device.type == "meta" else t.data_ptr()
+    return _C.MatrixRef(ptr, t.shape[0], t.shape[1], t.stride(0), t.stride(1))
+
+
+def _byte_span(t: torch.Tensor) -> tuple[int, int]:
+    """[first, last) bytes the view can touch."""
+    lo = t.data_ptr()
+    hi = lo + (sum((s - 1) * st for s, st in zip(t.shape, t.stride())) + 1) * t.element_size()
+    return lo, hi
+
+
+def _overlaps(x: torch.Tensor, y: torch.Tensor) -> bool:
+    if x.numel() == 0 or y.numel() == 0 or x.device != y.device:
+        return False
+    (x0, x1), (y0, y1) = _byte_span(x), _byte_span(y)
+    return x0 < y1 and y0 < x1
+
+
+def _device_props(device: torch.device, arch: int | None) -> tuple[int, int]:
+    """(compute capability as 90, multiprocessor count) for the problem's device."""
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        return props.major * 10 + props.minor, props.multi_processor_count
+    if arch is not None:
+        return arch, 0
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        return props.major * 10 + props.minor, props.multi_processor_count
+    return _DEFAULT_ARCH, 0
+
+
+def _problem(a, b, out, precision, *, for_launch: bool, arch: int | None = None) -> _C.GemmProblem:
+    if precision is not None and precision not in PRECISIONS:
+        raise ValueError(f"precision must be 'ieee', 'tf32' or None, got {precision!r}")
+    _check_2d(a, "a")
+    _check_2d(b, "b")
+    if a.dtype != b.dtype:
+        raise TypeError(f"a and b must have the same dtype, got {a.dtype} and {b.dtype}")
+    if a.dtype not in _DTYPES:
+        raise TypeError(f"unsupported dtype {a.dtype}; supported: float32, float16, bfloat16, float64")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"inner dimensions disagree: a is {tuple(a.shape)}, b is {tuple(b.shape)}")
+    if a.device != b.device:
+        raise ValueError(f"a and b must be on the same device, got {a.device} and {b.device}")
+    if for_launch and a.device.type != "cuda":
+        raise ValueError(f"pycutlass_gemm.gemm needs CUDA tensors; a and b are on {a.device}")
+
+    m, k, n = a.shape[0], a.shape[1], b.shape[1]
+    p = _C.GemmProblem()
+    p.m, p.n, p.k = m, n, k
+    p.a, p.b = _matrix(a), _matrix(b)
+    p.dtype = _DTYPES[a.dtype]
+    if a.dtype == torch.float32:
+        p.precision = getattr(_C.Precision, precision or default_precision())
+    p.sm, p.sm_count = _device_props(a.device, arch)
+    if out is not None:
+        _check_out(out, a, b, m, n)
+        p.d = _matrix(out)
+    else:  # what gemm allocates: row-major, 16-byte aligned by torch's allocator
+        p.d = _C.MatrixRef(0, m, n, n, 1)
+    p.c = p.d  # beta == 0: C is never read
+    return p
+
+
+def _check_out(out, a, b, m: int, n: int) -> None:
+    if not isinstance(out, torch.Tensor):
+        raise TypeError(f"out must be a torch.Tensor, got {type(out).__name__}")
+    if tuple(out.shape) != (m, n):
+        raise ValueError(f"out must have shape {(m, n)}, got {tuple(out.shape)}")
+    if out.dtype != a.dtype:
+        raise TypeError(f"out must have dtype {a.dtype}, got {out.dtype}")
+    if out.device != a.device:
+        raise ValueError(f"out must be on {a.device}, got {out.device}")
+    if _C.layout(m, n, out.stride(0), out.stride(1)) == "any":
+        raise ValueError(f"out must be row- or column-major without overlapping elements, got strides {out.stride()}")
+    for name, t in (("a", a), ("b", b)):
+        if _overlaps(out, t):
+            raise ValueError(f"out overlaps {name} in memory; the result would overwrite its own input")
+
+
+_warned_not_hopper = False
+
+
+def _warn_if_not_hopper(problem: _C.GemmProblem, kernel: str) -> None:
+    global _warned_not_hopper
+    if problem.sm != 90 and not _warned_not_hopper and kernel == "fallback":
+        _warned_not_hopper = True
+        warnings.warn(
+            f"pycutlass_gemm: this GPU is sm_{problem.sm}, the CUTLASS kernels are built for sm_90 (H100/H200); "
+            "every call runs the fallback kernel",
+            RuntimeWarning,
+            stacklevel=3,
+        )

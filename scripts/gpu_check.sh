@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Build and test on a GPU machine without network access (e.g. the lent H100).
+#
+# Prepare once, on a machine with PyPI access, in the repository root:
+#   mkdir -p .whl && python3 -m pip download --no-deps --only-binary=:all: -d .whl nvidia-cutlass==4.2.0.0
+# then copy the repository (with .whl/) to the GPU machine and run
+#   bash scripts/gpu_check.sh [pytest arguments]
+# It installs the carried wheels into /tmp/site (headers only are needed: --no-deps), builds the
+# extension with the machine's own torch, pybind11 and scikit-build-core (--no-build-isolation),
+# and runs the whole test suite. Set SKIP_TESTS=1 to only build, OUT to keep the build log there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+log=${OUT:-/tmp}/build.log
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
+export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+start=$(date +%s)
+if ! python3 -m pip install --no-build-isolation --no-deps -v . >"$log" 2>&1; then
+  tail -n 60 "$log"; echo "gpu_check: build failed (log: $log)"; exit 1
+fi
+echo "gpu_check: build took $(( $(date +%s) - start )) s on $(nproc) cores"
+grep -E "pycutlass_gemm:" "$log" || true
+[ -n "${SKIP_TESTS:-}" ] && exit 0
+cd tests && python3 -m pytest -q -rs "$@"

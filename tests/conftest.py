@@ -1,0 +1,51 @@
+"""Shared test helpers: operands of any layout, the float64 reference, tolerances."""
+
+import math
+
+import pytest
+import torch
+
+HAS_CUDA = torch.cuda.is_available()
+gpu = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
+
+# ‖out − ref‖/‖ref‖ against float64, per precision, for K up to 8192. Rounding error of a length-K
+# sum grows like sqrt(K), so longer sums get proportionally more room (x8 at K = 524288); a wrong
+# index or a race gives errors of order 1, far above any of these.
+BASE_TOLERANCE = {"ieee": 1e-5, "tf32": 2e-3, "float16": 1e-2, "bfloat16": 1e-2, "float64": 1e-12}
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64}
+
+
+def tolerance(dtype: torch.dtype, precision: str, k: int) -> float:
+    key = precision if dtype == torch.float32 else str(dtype).removeprefix("torch.")
+    return BASE_TOLERANCE[key] * max(1.0, math.sqrt(k / 8192))
+
+
+def matrix(rows, cols, layout, dtype, *, pad=0, misalign=0, device="cuda", generator=None):
+    """A fresh random (rows, cols) operand stored `layout` ("row", "col" or "strided": every other
+    column of a wider row-major tensor), with its leading dimension `pad` elements longer than
+    needed and its first element `misalign` elements past an aligned address."""
+    randn = lambda n: torch.randn(n, device=device, dtype=torch.float32, generator=generator).to(dtype)
+    if layout == "row":
+        shape, strides = (rows, cols), (cols + pad, 1)
+    elif layout == "col":
+        shape, strides = (rows, cols), (1, rows + pad)
+    elif layout == "strided":
+        shape, strides = (rows, cols), (2 * cols + pad, 2)
+    else:
+        raise ValueError(layout)
+    span = 1 + sum((s - 1) * st for s, st in zip(shape, strides)) if rows and cols else 0
+    storage = randn(span + misalign)
+    return torch.as_strided(storage, shape, strides, misalign)
+
+
+def poisoned(m, n, dtype, device="cuda"):
+    """A row-major output filled with NaN, so any element a kernel fails to write shows."""
+    return torch.full((m, n), float("nan"), dtype=dtype, device=device)
+
+
+def rel_error(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> float:
+    ref = a.double() @ b.double()
+    if ref.numel() == 0:
+        return 0.0
+    err = torch.linalg.vector_norm(out.double() - ref) / torch.linalg.vector_norm(ref)
+    return float(err)  # NaN if anything was left unwritten: NaN < tol is False

@@ -1,0 +1,87 @@
+"""What works without a GPU: import, the registry, layout inference, planning and argument checks."""
+
+import pytest
+import torch
+
+import pycutlass_gemm as pg
+
+LAYOUT_NAMES = {"row", "col", "any"}
+
+
+def test_kernels_lists_registry():
+    ks = pg.kernels()
+    names = {k["name"] for k in ks}
+    assert {"naive", "fallback"} <= names
+    for k in ks:
+        assert k["layout_a"] in LAYOUT_NAMES and k["layout_b"] in LAYOUT_NAMES
+        assert k["dtype"] in {"float32", "float16", "bfloat16", "float64"}
+        assert k["math"] in {"ieee", "tf32"}
+        assert k["tile"] and k["alignment"] >= 1 and k["sm_min"] <= k["sm_max"]
+    # a name is unique per dtype
+    assert len({(k["name"], k["dtype"]) for k in ks}) == len(ks)
+    fallback_dtypes = {k["dtype"] for k in ks if k["name"] == "fallback"}
+    assert fallback_dtypes == {"float32", "float16", "bfloat16", "float64"}
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_layout_of(device):
+    x = torch.empty(6, 4, device=device)
+    assert pg.layout_of(x) == "row"
+    assert pg.layout_of(x.T) == "col"
+    assert pg.layout_of(x[:, :3]) == "row"          # leading dimension 4 > 3
+    assert pg.layout_of(x[:3].T) == "col"
+    assert pg.layout_of(torch.empty(1, 5, device=device)) == "row"
+    assert pg.layout_of(torch.empty(5, 1, device=device)) == "col"
+    with pytest.raises(ValueError, match="neither row- nor column-major"):
+        pg.layout_of(x[:, ::2])
+    with pytest.raises(ValueError, match="must be 2-D"):
+        pg.layout_of(torch.empty(2, 3, 4, device=device))
+
+
+def test_plan_on_meta_tensors():
+    a = torch.empty(64, 32, device="meta")
+    b = torch.empty(32, 16, device="meta")
+    p = pg.plan(a, b, precision="ieee")
+    assert p["kernel"] is not None and p["reason"]
+    # on a GPU that is not sm_90 only the fallback remains
+    assert pg.plan(a, b, precision="ieee", arch=80)["kernel"] == "fallback"
+    # a view that is neither row- nor column-major only runs on the fallback
+    wide = torch.empty(64, 64, device="meta")
+    assert pg.plan(wide[:, ::2], b, arch=90)["kernel"] == "fallback"
+
+
+def test_can_run_gives_reasons():
+    a = torch.empty(64, 32, device="meta")
+    b = torch.empty(32, 16, device="meta")
+    assert pg.can_run("fallback", a, b) == ""
+    assert "compute capability" in pg.can_run("fallback", a, b, arch=70)
+    with pytest.raises(ValueError, match="no kernel named 'nope'"):
+        pg.can_run("nope", a, b)
+
+
+def test_default_precision_follows_torch():
+    saved = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("highest")
+        assert pg.default_precision() == "ieee"
+        torch.set_float32_matmul_precision("high")
+        assert pg.default_precision() == "tf32"
+    finally:
+        torch.set_float32_matmul_precision(saved)
+
+
+@pytest.mark.parametrize(
+    "a, b, kwargs, error, match",
+    [
+        (torch.ones(2, 3), torch.ones(3, 4), {}, ValueError, "needs CUDA tensors"),
+        (torch.ones(2, 3), torch.ones(3, 4, dtype=torch.float16), {}, TypeError, "same dtype"),
+        (torch.ones(2, 3, dtype=torch.int32), torch.ones(3, 4, dtype=torch.int32), {}, TypeError, "unsupported dtype"),
+        (torch.ones(2, 3, 1), torch.ones(3, 4), {}, ValueError, "must be 2-D"),
+        (torch.ones(2, 3), torch.ones(5, 4), {}, ValueError, "inner dimensions disagree"),
+        ([[1.0]], torch.ones(1, 1), {}, TypeError, "must be a torch.Tensor"),
+        (torch.ones(2, 3), torch.ones(3, 4), {"precision": "fp8"}, ValueError, "precision must be"),
+    ],
+)
+def test_bad_input_raises_before_launch(a, b, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        pg.gemm(a, b, **kwargs)
