@@ -15,6 +15,11 @@ BASE_TOLERANCE = {"ieee": 1e-5, "tf32": 2e-3, "float16": 1e-2, "bfloat16": 1e-2,
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64}
 
 
+def dtype_id(dtype: torch.dtype) -> str:
+    """Readable test ids: "float32" rather than "dtype0"."""
+    return str(dtype).removeprefix("torch.")
+
+
 def tolerance(dtype: torch.dtype, precision: str, k: int) -> float:
     key = precision if dtype == torch.float32 else str(dtype).removeprefix("torch.")
     return BASE_TOLERANCE[key] * max(1.0, math.sqrt(k / 8192))
@@ -47,5 +52,8 @@ def rel_error(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> float:
     ref = a.double() @ b.double()
     if ref.numel() == 0:
         return 0.0
-    err = torch.linalg.vector_norm(out.double() - ref) / torch.linalg.vector_norm(ref)
+    err = torch.linalg.vector_norm(out.double() - ref)
+    ref_norm = torch.linalg.vector_norm(ref)
+    if ref_norm > 0:  # an all-zero reference (K = 0) leaves the absolute error
+        err = err / ref_norm
     return float(err)  # NaN if anything was left unwritten: NaN < tol is False

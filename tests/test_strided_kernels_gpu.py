@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import pycutlass_gemm as pg
-from conftest import gpu, matrix, poisoned, rel_error, tolerance
+from conftest import dtype_id, gpu, matrix, poisoned, rel_error, tolerance
 
 pytestmark = [pytest.mark.gpu, gpu]
 
@@ -31,7 +31,7 @@ def check(variant, m, n, k, la, lb, dtype, **layout_kw):
 
 @pytest.mark.parametrize("variant", ["naive", "fallback"])
 @pytest.mark.parametrize("la, lb", LAYOUTS)
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
 @pytest.mark.parametrize("m, n, k", SHAPES)
 def test_small_shapes(variant, la, lb, dtype, m, n, k):
     check(variant, m, n, k, la, lb, dtype)
@@ -39,7 +39,7 @@ def test_small_shapes(variant, la, lb, dtype, m, n, k):
 
 @pytest.mark.parametrize("variant", ["naive", "fallback"])
 @pytest.mark.parametrize("la, lb", LAYOUTS)
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
 def test_padded_and_misaligned(variant, la, lb, dtype):
     check(variant, 67, 45, 91, la, lb, dtype, pad=3, misalign=1)
 
@@ -64,7 +64,7 @@ WORKLOADS = {
 
 
 @pytest.mark.parametrize("workload", WORKLOADS)
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
 def test_fallback_workloads(workload, dtype):
     m, n, k, la, lb = WORKLOADS[workload]
     check("fallback", m, n, k, la, lb, dtype)
