@@ -66,20 +66,21 @@ def default_precision() -> str:
         return "ieee" if torch.get_float32_matmul_precision() == "highest" else "tf32"
 
 
-def plan(a: torch.Tensor, b: torch.Tensor, *, precision: str | None = None, arch: int | None = None) -> dict:
-    """What ``gemm(a, b, variant="auto")`` would run, without running it: ``{"kernel", "reason"}``.
+def plan(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None, precision: str | None = None,
+         arch: int | None = None) -> dict:
+    """What ``gemm(a, b, out=out, variant="auto")`` would run, without running it: ``{"kernel", "reason"}``.
 
     Works on meta and CPU tensors; ``arch`` (e.g. 90) defaults to the current CUDA device's
     compute capability, or 90 without one."""
-    problem = _problem(a, b, None, precision, for_launch=False, arch=arch)
+    problem = _problem(a, b, out, precision, for_launch=False, arch=arch)
     name, reason = _C.plan(problem)
     return {"kernel": name, "reason": reason}
 
 
-def can_run(name: str, a: torch.Tensor, b: torch.Tensor, *, precision: str | None = None,
-            arch: int | None = None) -> str:
-    """"" if kernel ``name`` can compute ``a @ b``, else the reason it cannot."""
-    return _C.can_implement(name, _problem(a, b, None, precision, for_launch=False, arch=arch))
+def can_run(name: str, a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor | None = None,
+            precision: str | None = None, arch: int | None = None) -> str:
+    """"" if kernel ``name`` can compute ``a @ b`` (into ``out``), else the reason it cannot."""
+    return _C.can_implement(name, _problem(a, b, out, precision, for_launch=False, arch=arch))
 
 
 def gemm(a: torch.Tensor, b: torch.Tensor, *, variant: str = "auto", out: torch.Tensor | None = None,
@@ -146,8 +147,8 @@ def _byte_span(t: torch.Tensor) -> tuple[int, int]:
 
 
 def _overlaps(x: torch.Tensor, y: torch.Tensor) -> bool:
-    if x.numel() == 0 or y.numel() == 0 or x.device != y.device:
-        return False
+    if x.numel() == 0 or y.numel() == 0 or x.device != y.device or x.device.type == "meta":
+        return False  # meta tensors have no memory
     (x0, x1), (y0, y1) = _byte_span(x), _byte_span(y)
     return x0 < y1 and y0 < x1
 
