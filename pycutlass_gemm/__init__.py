@@ -2,10 +2,11 @@
 
 ``gemm(a, b)`` reads each operand's layout from its strides and runs a kernel built for that
 layout, so ``gemm(A.T, B)`` costs no transpose. ``kernels()`` lists the registry, ``plan()`` says
-what ``variant="auto"`` would run and why.
+what ``variant="auto"`` would run and why, ``matmul`` is the torch.matmul-shaped entry.
 """
 
-from .gemm import can_run, default_precision, gemm, kernels, layout_of, plan
+from .gemm import can_run, default_precision, kernels, layout_of, plan
+from .ops import gemm, matmul
 
-__all__ = ["can_run", "default_precision", "gemm", "kernels", "layout_of", "plan"]
+__all__ = ["can_run", "default_precision", "gemm", "kernels", "layout_of", "matmul", "plan"]
 __version__ = "0.1.0"

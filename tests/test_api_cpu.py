@@ -76,7 +76,9 @@ def test_default_precision_follows_torch():
         (torch.ones(2, 3), torch.ones(3, 4), {}, ValueError, "needs CUDA tensors"),
         (torch.ones(2, 3), torch.ones(3, 4, dtype=torch.float16), {}, TypeError, "same dtype"),
         (torch.ones(2, 3, dtype=torch.int32), torch.ones(3, 4, dtype=torch.int32), {}, TypeError, "unsupported dtype"),
-        (torch.ones(2, 3, 1), torch.ones(3, 4), {}, ValueError, "must be 2-D"),
+        (torch.ones(2, 2, 3, 1), torch.ones(3, 4), {}, ValueError, "must be 2-D or 3-D"),
+        (torch.ones(2, 2, 3), torch.ones(3, 3, 4), {}, ValueError, "batch sizes disagree"),
+        (torch.ones(2, 3), torch.ones(3, 4), {"c": torch.ones(3)}, ValueError, "does not broadcast"),
         (torch.ones(2, 3), torch.ones(5, 4), {}, ValueError, "inner dimensions disagree"),
         ([[1.0]], torch.ones(1, 1), {}, TypeError, "must be a torch.Tensor"),
         (torch.ones(2, 3), torch.ones(3, 4), {"precision": "fp8"}, ValueError, "precision must be"),
@@ -100,3 +102,20 @@ def test_every_cutlass_kernel_is_exercised_by_the_gpu_suite():
             a, b, out = case.operands(device="meta")
             reason = pg.can_run(kern["name"], a, b, out=out, precision=case.precision, arch=kern["sm_min"])
             assert reason == "", f"{case.id}: {reason}"
+
+
+def test_custom_op_fake_shapes():
+    """The fake implementation torch.compile traces with: output shape and dtype, batches broadcast."""
+    op = torch.ops.pycutlass_gemm.gemm
+    a, b = torch.empty(5, 7, device="meta"), torch.empty(7, 3, device="meta")
+    assert op(a, b, None, 1.0, 0.0, "auto", "ieee").shape == (5, 3)
+    a3 = torch.empty(4, 5, 7, device="meta", dtype=torch.bfloat16)
+    b3 = torch.empty(1, 7, 3, device="meta", dtype=torch.bfloat16)
+    out = op(a3, b3, None, 1.0, 0.0, "auto", "ieee")
+    assert out.shape == (4, 5, 3) and out.dtype == torch.bfloat16
+    assert op(a3, b3[0], None, 1.0, 0.0, "auto", "ieee").shape == (4, 5, 3)
+
+
+def test_matmul_rejects_more_than_3d():
+    with pytest.raises(ValueError, match="1-D to 3-D"):
+        pg.matmul(torch.ones(1, 2, 3, 4), torch.ones(4, 2))
