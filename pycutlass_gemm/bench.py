@@ -26,6 +26,8 @@ import torch
 # The package itself, looked up at call time (``_api.gemm``) so tests can swap its functions.
 import pycutlass_gemm as _api
 
+DEVICE = "cuda"  # where tensors are made; the CPU tests point it elsewhere to run the whole pipeline
+
 # --- what is measured --------------------------------------------------------------------------
 
 
@@ -77,6 +79,12 @@ class Workload:
     layout: str = "rr"  # A then B
 
     @property
+    def label(self) -> str:
+        """The name with the problem, unless the name already is the problem (custom, sweep)."""
+        dims = f"{self.m}x{self.n}x{self.k} {self.layout}"
+        return self.name if self.name == dims else f"{self.name} {dims}"
+
+    @property
     def flop(self) -> int:
         return 2 * self.m * self.n * self.k
 
@@ -92,9 +100,10 @@ class Workload:
         """Bytes any implementation must move: read A and B once, write C once."""
         return (self.m * self.k + self.k * self.n + self.m * self.n) * element_size
 
-    def make_inputs(self, precision: Precision, device: str = "cuda", seed: int = 0):
+    def make_inputs(self, precision: Precision, device: str | None = None, seed: int = 0):
         """The operands as users have them: torch.rand float32 (cast for 16-bit precisions),
         stored per `layout`, returned as views -- no copy on the way to the kernel."""
+        device = device or DEVICE
         g = torch.Generator(device=device).manual_seed(seed)
         a = torch.rand(self._shape("a"), generator=g, device=device)
         b = torch.rand(self._shape("b"), generator=g, device=device)
@@ -229,8 +238,10 @@ def select_workloads(args: argparse.Namespace) -> list[Workload]:
     if args.sweep:
         sizes = QUICK_SWEEP_SIZES if args.quick else SWEEP_SIZES
         layout = args.layout or "rr"
-        return [Workload(f"{s}^3 {layout}", s, s, s, layout) for s in sizes]
+        return [Workload(f"{s}x{s}x{s} {layout}", s, s, s, layout) for s in sizes]
     if any(v is not None for v in (args.m, args.n, args.k, args.layout)):
+        if args.workload:
+            raise ValueError("--workload picks among the standard problems; --m/--n/--k/--layout define another")
         size = 1024 if args.quick else 4096
         m, n, k = (v if v is not None else size for v in (args.m, args.n, args.k))
         layout = args.layout or "rr"
@@ -279,9 +290,16 @@ def build_cases(workloads: Sequence[Workload], precisions: Sequence[Precision],
                     continue
                 reason = ""
                 if v not in BASELINES and v not in applicable:
-                    mismatches = [_static_mismatch(k, w, p) for k in registered if k["name"] == v]
-                    reason = min(mismatches, key=len)
+                    built = [k for k in registered if k["name"] == v
+                             and (k["dtype"], k["math"]) == (p.dtype_name, p.math)]
+                    if not built:
+                        continue  # another precision's kernel: --dtype chose which run
+                    reason = _static_mismatch(built[0], w, p)  # a layout it is not built for
                 cases.append(BenchCase(w, p, v, explicit=True, skip_reason=reason))
+    for v in variants or ():
+        if not any(c.variant == v for c in cases) and v != TORCH_COPY:
+            built = sorted({f"{k['dtype']} ({k['math']})" for k in registered if k["name"] == v})
+            raise ValueError(f"kernel {v!r} is built for {', '.join(built)}: none of the --dtype chosen")
     return cases
 
 
@@ -298,6 +316,11 @@ def torch_matmul_precision(allow_tf32: bool):
         yield
     finally:
         matmul.allow_tf32 = saved
+
+
+def flush_buffer(settings: Settings) -> torch.Tensor:
+    """What time_cuda zeroes before each run: larger than L2, so it evicts everything else."""
+    return torch.empty(settings.flush_mib * 2**20 // 4, device=DEVICE, dtype=torch.int32)
 
 
 def time_cuda(fn: Callable[[], object], flush: torch.Tensor, settings: Settings, *,
@@ -340,9 +363,9 @@ def measure_peaks(precisions: Sequence[Precision], flush: torch.Tensor, settings
     size = settings.peak_size
     for p in precisions:
         progress.update(f"peak {p.name}")
-        a = torch.rand(size, size, device="cuda").to(p.dtype)
-        b = torch.rand(size, size, device="cuda").to(p.dtype)
-        out = torch.empty(size, size, device="cuda", dtype=p.dtype)
+        a = torch.rand(size, size, device=DEVICE).to(p.dtype)
+        b = torch.rand(size, size, device=DEVICE).to(p.dtype)
+        out = torch.empty(size, size, device=DEVICE, dtype=p.dtype)
         with torch_matmul_precision(p.allow_tf32):
             fn = lambda: torch.matmul(a, b, out=out)  # noqa: E731
             fn()
@@ -351,7 +374,7 @@ def measure_peaks(precisions: Sequence[Precision], flush: torch.Tensor, settings
         del a, b, out
     progress.update("peak copy")
     n = settings.copy_mib * 2**20 // 4
-    src, dst = torch.ones(n, device="cuda", dtype=torch.int32), torch.empty(n, device="cuda", dtype=torch.int32)
+    src, dst = torch.ones(n, device=DEVICE, dtype=torch.int32), torch.empty(n, device=DEVICE, dtype=torch.int32)
     ms = statistics.median(time_cuda(lambda: dst.copy_(src), flush, settings))
     peaks["copy_gbps"] = 2 * n * 4 / ms / 1e6
     del src, dst
@@ -370,7 +393,7 @@ def _call(case: BenchCase, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) 
     kernel = v
     if v == "auto":
         try:
-            kernel = _api.plan(a, b, precision=case.precision.gemm_precision)["kernel"] or "?"
+            kernel = _api.plan(a, b, out=out, precision=case.precision.gemm_precision)["kernel"] or "?"
         except Exception:  # noqa: BLE001 -- the gemm call below reports the problem
             kernel = "?"
     return (lambda: _api.gemm(a, b, variant=v, out=out, precision=case.precision.gemm_precision)), kernel
@@ -383,7 +406,7 @@ def run_case(case: BenchCase, a: torch.Tensor, b: torch.Tensor, ref: torch.Tenso
     r = Result(w.name, w.m, w.n, w.k, w.layout, p.name, case.variant, case.variant, "ok", tol=p.tolerance(w.k))
     try:
         if case.variant not in BASELINES:
-            reason = case.skip_reason or _api.can_run(case.variant, a, b, precision=p.gemm_precision)
+            reason = case.skip_reason or _api.can_run(case.variant, a, b, out=out, precision=p.gemm_precision)
             if reason:
                 r.status, r.message = "SKIP", reason
                 return r
@@ -428,20 +451,20 @@ def run_cases(cases: Sequence[BenchCase], peaks: dict[str, float], settings: Set
               emit: Callable[[list[Result]], None]) -> list[Result]:
     """Run every case, one (workload, precision) group at a time: the group shares its inputs,
     reference and output, and its rows are emitted once its baselines are known."""
-    flush = torch.empty(settings.flush_mib * 2**20 // 4, device="cuda", dtype=torch.int32)
+    flush = flush_buffer(settings)
     results: list[Result] = []
     groups: dict[tuple[Workload, Precision], list[BenchCase]] = {}
     for c in cases:
         groups.setdefault((c.workload, c.precision), []).append(c)
-    inputs: dict[tuple[Workload, torch.dtype], tuple] = {}
+    made_for, a, b, ref = None, None, None, None
     for (w, p), group in groups.items():
-        if (w, p.dtype) not in inputs:
-            inputs.clear()  # one workload's tensors at a time: large K in float64 is 2 GiB
+        if made_for != (w, p.dtype):  # fp32 and tf32 rows share their inputs
+            a = b = ref = None  # free the last set first: large K is 1 GiB in fp32, 2 GiB in float64
             torch.cuda.empty_cache()
             a, b = w.make_inputs(p)
-            inputs[w, p.dtype] = (a, b, a.double() @ b.double())  # fp64 on the GPU, same inputs
-        a, b, ref = inputs[w, p.dtype]
-        out = torch.empty(w.m, w.n, device="cuda", dtype=p.dtype)
+            ref = a.double() @ b.double()  # on the GPU, from the same (cast) inputs
+            made_for = (w, p.dtype)
+        out = torch.empty(w.m, w.n, device=DEVICE, dtype=p.dtype)
         rows = []
         for case in group:
             progress.update(f"{w.name} {p.name} {case.variant}")
@@ -588,6 +611,10 @@ def plot_sweep(results: Sequence[Result], path: str, title: str = "") -> None:
                 ax.plot(*zip(*points), marker="o", color=colors[v], label="torch.matmul" if v == TORCH else v,
                         linewidth=2.5 if v == TORCH else 1.2, linestyle="--" if v == TORCH else "-")
         ax.set_xscale("log", base=2)
+        sizes = sorted({r.m for r in results})
+        ax.set_xticks(sizes, [str(x) for x in sizes], rotation=45, fontsize=8)
+        ax.minorticks_off()
+        ax.set_ylim(bottom=0)
         ax.set_xlabel("m = n = k")
         ax.set_ylabel("TFLOP/s")
         ax.set_title(p)
@@ -702,7 +729,7 @@ def report_without_gpu(workloads: Sequence[Workload], precisions: Sequence[Preci
     print("pycutlass_gemm bench: no CUDA device (torch.cuda.is_available() is False; torch "
           f"{torch.__version__}, CUDA {torch.version.cuda or 'not built in'}). Nothing was timed.", file=sys.stderr)
     print("What variant='auto' would run on sm_90 (plan() on meta tensors):")
-    width = max(len(w.name) for w in workloads)
+    width = max(len(w.label) for w in workloads)
     for w in workloads:
         for p in precisions:
             a, b = w.meta_inputs(p)
@@ -711,7 +738,7 @@ def report_without_gpu(workloads: Sequence[Workload], precisions: Sequence[Preci
                 line = f"{plan['kernel'] or '(none)'}  -- {plan['reason']}"
             except Exception as e:  # noqa: BLE001 -- e.g. the compiled core is missing
                 line = f"cannot plan: {type(e).__name__}: {e}"
-            print(f"  {w.name:<{width}} {w.m}x{w.n}x{w.k} {w.layout}  {p.name:<4}  {line}")
+            print(f"  {w.label:<{width}}  {p.name:<4}  {line}")
     return 2
 
 
@@ -753,8 +780,7 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress(len(precisions) + 1 + len(cases), enabled=not args.no_progress)
     cols = Columns.for_cases(cases, kernels)
     try:
-        peaks = measure_peaks(precisions, torch.empty(settings.flush_mib * 2**20 // 4, device="cuda",
-                                                      dtype=torch.int32), settings, progress)
+        peaks = measure_peaks(precisions, flush_buffer(settings), settings, progress)
         progress.write(f"measured peaks: " + ", ".join(f"{p.name} {peaks[p.name]:.0f} TFLOP/s" for p in precisions)
                        + f" (torch.matmul {settings.peak_size}^3); copy {peaks['copy_gbps']:.0f} GB/s")
         progress.write(format_header(cols))

@@ -8,6 +8,7 @@ import json
 import math
 import pathlib
 import sys
+import time
 import types
 
 import pytest
@@ -137,7 +138,8 @@ def test_no_command_is_a_usage_error(capsys):
     assert e.value.code == 2
 
 
-@pytest.mark.parametrize("argv", [["--workload", "nope"], ["--sweep", "--m", "64"], ["--dtype", "int8"]])
+@pytest.mark.parametrize("argv", [["--workload", "nope"], ["--sweep", "--m", "64"], ["--dtype", "int8"],
+                                  ["--workload", "large-k", "--k", "64"]])
 def test_bad_selection_exits_2_before_touching_a_gpu(argv, capsys):
     assert cli.main(["bench", *argv]) == 2
     assert "pycutlass_gemm bench:" in capsys.readouterr().err
@@ -163,6 +165,13 @@ def test_named_variants_keep_torch_and_report_mismatches():
     assert cases[2].explicit and "row-major A, it is col-major" in cases[2].skip_reason
     with pytest.raises(ValueError, match="unknown --variant"):
         bench.build_cases([w], bf16, ["no_such_kernel"], FAKE_KERNELS)
+    # another precision's kernel is left out of this precision's rows, and alone it is an error
+    both = bench.parse_precisions("bfloat16,tf32")
+    cases = bench.build_cases([w], both, ["sm90_tf32_nn"], FAKE_KERNELS)
+    assert [(c.precision.name, c.variant) for c in cases] == [("bf16", "torch"), ("tf32", "torch"),
+                                                              ("tf32", "sm90_tf32_nn")]
+    with pytest.raises(ValueError, match="built for float32 \\(tf32\\)"):
+        bench.build_cases([w], bf16, ["sm90_tf32_nn"], FAKE_KERNELS)
 
 
 def test_workload_views_match_the_layouts():
@@ -278,6 +287,71 @@ def test_without_a_gpu_a_broken_plan_still_exits_2(monkeypatch, capsys):
     monkeypatch.setattr(bench._api, "plan", broken, raising=False)
     assert cli.main(["bench", "--quick", "--workload", "large-k", "--dtype", "bf16"]) == 2
     assert "cannot plan: RuntimeError: no compiled core" in capsys.readouterr().out
+
+
+# --- the whole pipeline, with the CPU standing in for the GPU ----------------------------------------
+
+class _WallClockEvent:
+    """torch.cuda.Event on the host clock: enough to run time_cuda's logic on the CPU."""
+
+    def __init__(self, enable_timing=False):
+        self.t = None
+
+    def record(self):
+        self.t = time.perf_counter()
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, end):
+        return (end.t - self.t) * 1e3
+
+
+def _fake_gemm(a, b, *, variant="auto", out=None, precision=None):
+    if variant == "fallback":
+        raise ValueError("kernel 'fallback' cannot implement this problem: fake")
+    if variant == "auto":
+        return out.zero_()  # wrong on purpose: must show as FAIL, never as a speed
+    return torch.matmul(a, b, out=out)  # naive and the registered kernel: right
+
+
+def test_pipeline_on_cpu_checks_times_and_reports(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(bench, "DEVICE", "cpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "Event", _WallClockEvent)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *args: None)
+    monkeypatch.setattr(bench, "QUICK", bench.Settings(budget_s=0.01, max_runs=5, warmup_s=0.0, peak_size=64,
+                                                       copy_mib=1, flush_mib=1))
+    monkeypatch.setattr(bench, "_device_meta", lambda: {"device": "CPU standing in", "sm": 90, "sms": 1,
+                                                        "torch": torch.__version__, "cuda": None,
+                                                        "pycutlass_gemm": "test"})
+    api = bench._api
+    monkeypatch.setattr(api, "kernels", lambda: FAKE_KERNELS, raising=False)
+    monkeypatch.setattr(api, "gemm", _fake_gemm, raising=False)
+    monkeypatch.setattr(api, "plan", lambda a, b, **kw: {"kernel": "simt_f32_any", "reason": "fake"}, raising=False)
+    monkeypatch.setattr(api, "can_run", lambda name, a, b, **kw: "" if name == "simt_f32_any" else "needs sm_90",
+                        raising=False)
+
+    rc = cli.main(["bench", "--quick", "--no-progress", "--m", "32", "--n", "16", "--k", "64", "--layout", "cr",
+                   "--dtype", "float32,bfloat16", "--variant", "naive,auto,fallback,simt_f32_any,sm90_bf16_tn",
+                   "--json", str(tmp_path / "r.json")])
+    out = capsys.readouterr().out
+    assert rc == 1, out  # auto and fallback FAIL
+    rows = {(r["precision"], r["variant"]): r for r in json.loads((tmp_path / "r.json").read_text())["results"]}
+    assert set(rows) == {(p, v) for p in ("fp32", "bf16") for v in ("torch", "naive", "auto", "fallback")} | {
+        ("fp32", "simt_f32_any"), ("bf16", "sm90_bf16_tn")}
+    for p in ("fp32", "bf16"):
+        torch_row, naive = rows[p, "torch"], rows[p, "naive"]
+        assert torch_row["status"] == naive["status"] == "ok" and torch_row["x_torch"] == pytest.approx(1.0)
+        assert naive["x_naive"] == pytest.approx(1.0) and naive["runs"] >= 3 and naive["pct_peak"] > 0
+        assert rows[p, "auto"]["status"] == "FAIL" and rows[p, "auto"]["error"] == pytest.approx(1.0)
+        assert rows[p, "auto"]["ms"] is None and rows[p, "auto"]["kernel"] == "simt_f32_any"
+        assert rows[p, "fallback"]["status"] == "FAIL" and "ValueError" in rows[p, "fallback"]["message"]
+    assert rows["fp32", "simt_f32_any"]["status"] == "ok"
+    assert ("bf16", "simt_f32_any") not in rows and ("fp32", "sm90_bf16_tn") not in rows  # other dtypes' kernels
+    assert rows["bf16", "sm90_bf16_tn"]["status"] == "SKIP"  # built for row-major A; A is a column-major view
+    assert "measured peaks" in out and "5 ok, 4 FAIL, 1 SKIP" in out
+    assert len([line for line in out.splitlines() if line.startswith("32x16x64 cr")]) == 10
 
 
 # --- on a GPU -----------------------------------------------------------------------------------
