@@ -1,0 +1,291 @@
+// One CUTLASS 3.x Hopper (SM90, wgmma + TMA) GEMM, assembled from a few named
+// choices with the collective builders as in CUTLASS example 49, behind the
+// GemmKernel interface.
+//
+// Compile only for sm_90a, with -DNDEBUG (without it ptxas serialises wgmma),
+// one instantiation per translation unit (each takes about a minute and 2-2.6 GB).
+//
+// Conventions (see gemm_problem.h): A is m x k, B is k x n, D (and C) are m x n
+// row-major; layouts are the user's. CUTLASS's LayoutB tag describes B as k x n,
+// so RowMajor B is N-major and ColumnMajor B is K-major.
+//
+// kTransposed: run the problem as D^T = B^T A^T, i.e. CUTLASS sees
+// M' = n, N' = m, A' = B^T, B' = A^T, and a column-major D' = D^T. Leading
+// dimensions stay the same; only the layout tags flip. Used for tf32 with
+// row-major A and B: CUTLASS's builder would otherwise pick its "SwapAB" RS
+// mainloop, which computes the transposed output tile and is only correct with
+// the non-TMA EpilogueTransposed epilogue (see CUTLASS's
+// test/unit/gemm/device/sm90_gemm_tf32_tf32_f32_tensor_op_f32.cu, tf32t_tf32t);
+// with a TMA epilogue it writes D transposed. Transposed, rr becomes cc
+// (A' MN-major in registers, B' K-major in smem): the plain, tested RS path.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <climits>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "cute/tensor.hpp"
+#include "cutlass/cutlass.h"
+#include "cutlass/epilogue/collective/collective_builder.hpp"
+#include "cutlass/epilogue/fusion/operations.hpp"
+#include "cutlass/gemm/collective/collective_builder.hpp"
+#include "cutlass/gemm/device/gemm_universal_adapter.h"
+#include "cutlass/gemm/dispatch_policy.hpp"
+#include "cutlass/gemm/kernel/gemm_universal.hpp"
+#include "cutlass/gemm/kernel/tile_scheduler.hpp"
+#include "cutlass/kernel_hardware_info.h"
+
+#include "gemm_problem.h"
+
+namespace pycutlass_gemm {
+namespace sm90_detail {
+
+template <class Tag> struct TransposeTag;
+template <> struct TransposeTag<cutlass::layout::RowMajor> { using type = cutlass::layout::ColumnMajor; };
+template <> struct TransposeTag<cutlass::layout::ColumnMajor> { using type = cutlass::layout::RowMajor; };
+
+template <class Tag> constexpr Layout layout_of() {
+  return std::is_same_v<Tag, cutlass::layout::RowMajor> ? Layout::Row : Layout::Col;
+}
+
+template <class T> struct DTypeOf;
+template <> struct DTypeOf<cutlass::bfloat16_t> { static constexpr DType value = DType::BF16; };
+template <> struct DTypeOf<cutlass::half_t> { static constexpr DType value = DType::F16; };
+template <> struct DTypeOf<float> { static constexpr DType value = DType::F32; };
+
+// A cute stride (two of M/N/K with one of them static 1, then L): set the dynamic
+// one of the first two modes to `ld` and the batch mode to `batch_stride`.
+template <class Stride>
+Stride make_stride_ld(int64_t ld, int64_t batch_stride) {
+  Stride s{};
+  using S0 = std::remove_cv_t<std::remove_reference_t<decltype(cute::get<0>(s))>>;
+  if constexpr (cute::is_static<S0>::value) {
+    cute::get<1>(s) = ld;
+  } else {
+    cute::get<0>(s) = ld;
+  }
+  cute::get<2>(s) = batch_stride;
+  return s;
+}
+
+// The extent of (rows x cols) along its contiguous dimension, for a layout tag.
+template <class Tag>
+int64_t contiguous_extent(int64_t rows, int64_t cols) {
+  return std::is_same_v<Tag, cutlass::layout::RowMajor> ? cols : rows;
+}
+
+[[noreturn]] inline void throw_status(const std::string& name, const char* what, cutlass::Status status) {
+  cudaError_t err = cudaGetLastError();
+  std::string msg = name + ": CUTLASS " + what + " failed: " + cutlassGetStatusString(status);
+  if (err != cudaSuccess) msg += std::string("; CUDA error ") + cudaGetErrorName(err) + ": " + cudaGetErrorString(err);
+  throw std::runtime_error(msg);
+}
+
+inline const char* schedule_name(bool pingpong) { return pingpong ? "pingpong" : "cooperative"; }
+
+}  // namespace sm90_detail
+
+template <class Element_,            // cutlass::bfloat16_t, cutlass::half_t, or float (tf32 math)
+          class LayoutA_,            // user layout of A (m x k): cutlass::layout::RowMajor / ColumnMajor
+          class LayoutB_,            // user layout of B (k x n)
+          class TileShape_,          // cute::Shape<_M, _N, _K> (in CUTLASS's M'/N' when kTransposed)
+          class ClusterShape_,       // cute::Shape<_X, _Y, _1>
+          class MainloopSchedule_,   // cutlass::gemm::KernelTmaWarpSpecializedCooperative / ...Pingpong
+          class EpilogueSchedule_,   // cutlass::epilogue::TmaWarpSpecializedCooperative / TmaWarpSpecialized
+          class TileScheduler_,      // cutlass::gemm::PersistentScheduler / StreamKScheduler
+          bool kTransposed_ = false>
+class CutlassSm90Gemm : public GemmKernel {
+ public:
+  using Element = Element_;
+  using UserLayoutA = LayoutA_;
+  using UserLayoutB = LayoutB_;
+  using TileShape = TileShape_;
+  using ClusterShape = ClusterShape_;
+  using TileScheduler = TileScheduler_;
+  static constexpr bool kTransposed = kTransposed_;
+  static constexpr bool kStreamK = std::is_same_v<TileScheduler, cutlass::gemm::StreamKScheduler>;
+
+  // What CUTLASS sees.
+  using LayoutA = std::conditional_t<kTransposed, typename sm90_detail::TransposeTag<LayoutB_>::type, LayoutA_>;
+  using LayoutB = std::conditional_t<kTransposed, typename sm90_detail::TransposeTag<LayoutA_>::type, LayoutB_>;
+  using LayoutC = std::conditional_t<kTransposed, cutlass::layout::ColumnMajor, cutlass::layout::RowMajor>;
+  using LayoutD = LayoutC;
+
+  using ElementAccumulator = float;
+  using ElementCompute = float;
+  static constexpr int kAlignment = 16 / int(sizeof(Element));  // TMA: 16 bytes
+
+  using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
+      cutlass::epilogue::collective::EpilogueTileAuto, ElementAccumulator, ElementCompute,
+      Element, LayoutC, kAlignment,  // C
+      Element, LayoutD, kAlignment,  // D
+      EpilogueSchedule_,
+      cutlass::epilogue::fusion::LinearCombination<Element, ElementCompute, Element, ElementCompute>>::CollectiveOp;
+
+  using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp,
+      Element, LayoutA, kAlignment,
+      Element, LayoutB, kAlignment,
+      ElementAccumulator, TileShape, ClusterShape,
+      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
+          sizeof(typename CollectiveEpilogue::SharedStorage))>,
+      MainloopSchedule_>::CollectiveOp;
+
+  using GemmKernelType = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, CollectiveMainloop,
+                                                              CollectiveEpilogue, TileScheduler>;
+  using Gemm = cutlass::gemm::device::GemmUniversalAdapter<GemmKernelType>;
+  using Arguments = typename Gemm::Arguments;
+  using StrideA = typename GemmKernelType::StrideA;
+  using StrideB = typename GemmKernelType::StrideB;
+  using StrideC = typename GemmKernelType::StrideC;
+  using StrideD = typename GemmKernelType::StrideD;
+
+  static constexpr int kTileM = cute::size<0>(TileShape{});
+  static constexpr int kTileN = cute::size<1>(TileShape{});
+
+  // large_tile: this kernel steps aside for the stream-K one on problems with few
+  // output tiles and a long K (see can_implement).
+  CutlassSm90Gemm(const char* name, const char* tile, int priority, bool large_tile)
+      : info_{name,
+              "cutlass_sm90",
+              sm90_detail::DTypeOf<Element>::value,
+              std::is_same_v<Element, float> ? Precision::Tf32 : Precision::Ieee,
+              sm90_detail::layout_of<LayoutA_>(),
+              sm90_detail::layout_of<LayoutB_>(),
+              90,
+              90,
+              tile,
+              kAlignment,
+              priority},
+        large_tile_(large_tile) {}
+
+  const KernelInfo& info() const override { return info_; }
+
+  std::string can_implement(const GemmProblem& p) const override {
+    std::string why = check_common(info_, p);
+    if (!why.empty()) return why;
+    if (p.m <= 0 || p.n <= 0 || p.k <= 0 || p.batch <= 0) return "empty problem";
+    if (p.m > INT_MAX || p.n > INT_MAX || p.k > INT_MAX || p.batch > INT_MAX) return "m, n, k and batch must fit in int32";
+    const bool beta = p.beta != 0.0;
+    if (p.batch > 1) {
+      // A runtime stride of 0 would reach cuTensorMapEncodeTiled as a zero global
+      // stride (cute only drops compile-time-0 modes); not verified, so refused.
+      if (p.a.batch_stride == 0 || p.b.batch_stride == 0 || (beta && p.c.batch_stride == 0))
+        return "batch_stride 0 (an operand broadcast over the batch) is not supported with TMA";
+      if (p.d.batch_stride == 0) return "D needs a nonzero batch stride";
+      if (p.a.batch_stride < 0 || p.b.batch_stride < 0 || (beta && p.c.batch_stride < 0) || p.d.batch_stride < 0)
+        return "negative batch strides are not supported with TMA";
+    }
+    // TMA needs the contiguous extent of every operand to be a multiple of 16 bytes.
+    struct Extent { const char* what; int64_t extent; };
+    const Extent extents[] = {
+        {"A", sm90_detail::contiguous_extent<LayoutA_>(p.m, p.k)},
+        {"B", sm90_detail::contiguous_extent<LayoutB_>(p.k, p.n)},
+        {"D", p.n},
+    };
+    for (const Extent& e : extents)
+      if (e.extent % kAlignment != 0)
+        return std::string("needs the contiguous extent of ") + e.what + " (" + std::to_string(e.extent) +
+               ") to be a multiple of " + std::to_string(kAlignment) + " elements (16 bytes, TMA)";
+    if (large_tile_) {
+      const int64_t mp = kTransposed ? p.n : p.m, np = kTransposed ? p.m : p.n;
+      const int64_t tiles = ((mp + kTileM - 1) / kTileM) * ((np + kTileN - 1) / kTileN) * p.batch;
+      if (p.sm_count > 0 && tiles < p.sm_count / 2 && p.k >= 8 * (p.m + p.n))
+        return std::to_string(tiles) + " output tiles for " + std::to_string(p.sm_count) +
+               " SMs and large K: the stream-K kernel fits better";
+    }
+    Arguments args = make_arguments(p);
+    cutlass::Status status = Gemm::can_implement(args);
+    if (status != cutlass::Status::kSuccess)
+      return std::string("CUTLASS can_implement: ") + cutlassGetStatusString(status);
+    return "";
+  }
+
+  size_t workspace_size(const GemmProblem& p) const override {
+    return Gemm::get_workspace_size(make_arguments(p));
+  }
+
+  void run(const GemmProblem& p, void* workspace) const override {
+    const cudaStream_t stream = reinterpret_cast<cudaStream_t>(p.stream);
+    Arguments args = make_arguments(p);
+    Gemm gemm;  // per call: run() may be called concurrently
+    cutlass::Status status = gemm.can_implement(args);
+    if (status != cutlass::Status::kSuccess) sm90_detail::throw_status(info_.name, "can_implement", status);
+    status = gemm.initialize(args, workspace, stream);
+    if (status != cutlass::Status::kSuccess) sm90_detail::throw_status(info_.name, "initialize", status);
+    status = gemm.run(stream);
+    if (status != cutlass::Status::kSuccess) sm90_detail::throw_status(info_.name, "run", status);
+    check_launch(info_.name.c_str());
+  }
+
+ private:
+  // Batch stride for CUTLASS: the real one when batched; for a single matrix a
+  // harmless nonzero, 16-byte-aligned value (rows x ld), never 0.
+  static int64_t batch_stride(const GemmProblem& p, const MatrixRef& r, int64_t outer) {
+    return p.batch > 1 ? r.batch_stride : outer * r.ld();
+  }
+
+  static Arguments make_arguments(const GemmProblem& p) {
+    using EA = typename GemmKernelType::ElementA;
+    using EB = typename GemmKernelType::ElementB;
+    using EC = typename GemmKernelType::ElementC;
+    using ED = typename GemmKernelType::ElementD;
+    const bool beta = p.beta != 0.0;
+    const MatrixRef& c = beta ? p.c : p.d;  // C is not read when beta == 0; D stands in for it
+    const int m = static_cast<int>(p.m), n = static_cast<int>(p.n), k = static_cast<int>(p.k);
+    const int l = static_cast<int>(p.batch);
+    using ProblemShape = typename GemmKernelType::ProblemShape;
+    const ProblemShape shape = kTransposed ? ProblemShape{n, m, k, l} : ProblemShape{m, n, k, l};
+
+    // Outer extents (the non-leading dimension) for the single-matrix batch stride.
+    const int64_t a_outer = std::is_same_v<LayoutA_, cutlass::layout::RowMajor> ? p.m : p.k;
+    const int64_t b_outer = std::is_same_v<LayoutB_, cutlass::layout::RowMajor> ? p.k : p.n;
+    const int64_t a_bs = batch_stride(p, p.a, a_outer), b_bs = batch_stride(p, p.b, b_outer);
+    const int64_t c_bs = batch_stride(p, c, p.m), d_bs = batch_stride(p, p.d, p.m);
+
+    Arguments args{};
+    args.problem_shape = shape;
+    args.mode = l > 1 ? cutlass::gemm::GemmUniversalMode::kBatched : cutlass::gemm::GemmUniversalMode::kGemm;
+    if constexpr (!kTransposed) {
+      args.mainloop.ptr_A = static_cast<const EA*>(p.a.ptr);
+      args.mainloop.dA = sm90_detail::make_stride_ld<StrideA>(p.a.ld(), a_bs);
+      args.mainloop.ptr_B = static_cast<const EB*>(p.b.ptr);
+      args.mainloop.dB = sm90_detail::make_stride_ld<StrideB>(p.b.ld(), b_bs);
+    } else {
+      args.mainloop.ptr_A = static_cast<const EA*>(p.b.ptr);
+      args.mainloop.dA = sm90_detail::make_stride_ld<StrideA>(p.b.ld(), b_bs);
+      args.mainloop.ptr_B = static_cast<const EB*>(p.a.ptr);
+      args.mainloop.dB = sm90_detail::make_stride_ld<StrideB>(p.a.ld(), a_bs);
+    }
+    args.epilogue.ptr_C = static_cast<const EC*>(c.ptr);
+    args.epilogue.dC = sm90_detail::make_stride_ld<StrideC>(c.ld(), c_bs);
+    args.epilogue.ptr_D = static_cast<ED*>(const_cast<void*>(p.d.ptr));
+    args.epilogue.dD = sm90_detail::make_stride_ld<StrideD>(p.d.ld(), d_bs);
+    args.epilogue.thread.alpha = static_cast<float>(p.alpha);
+    args.epilogue.thread.beta = static_cast<float>(p.beta);
+
+    args.hw_info.sm_count = p.sm_count;
+    if (p.sm_count <= 0) {  // CUTLASS queries the device then
+      int device = 0;
+      cudaGetDevice(&device);
+      args.hw_info.device_id = device;
+    }
+    if constexpr (kStreamK) {
+      using Params = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90StreamKParams;
+      // Heuristic: data-parallel when the tiles fill the SMs, split-K / stream-K otherwise
+      // (e.g. 4 tiles on 132 SMs becomes a 33-way split).
+      args.scheduler.decomposition_mode = Params::DecompositionMode::Heuristic;
+      args.scheduler.reduction_mode = Params::ReductionMode::Deterministic;
+    }
+    return args;
+  }
+
+  KernelInfo info_;
+  bool large_tile_;
+};
+
+}  // namespace pycutlass_gemm
