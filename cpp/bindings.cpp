@@ -57,7 +57,7 @@ PYBIND11_MODULE(_C, m) {
            py::arg("ptr"), py::arg("rows"), py::arg("cols"), py::arg("row_stride"), py::arg("col_stride"),
            py::arg("batch_stride") = 0)
       .def_property_readonly("layout", [](const MatrixRef& r) { return layout_name(r.layout()); })
-      .def_property_readonly("ld", &MatrixRef::ld);
+      .def_property_readonly("ld", [](const MatrixRef& r) { return r.ld(r.layout()); });
 
   py::class_<GemmProblem>(m, "GemmProblem")
       .def(py::init<>())

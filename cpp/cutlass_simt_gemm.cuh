@@ -1,6 +1,7 @@
 // IEEE fp32 GEMM on CUDA cores: CUTLASS 2.x SIMT (OpClassSimt, Sm80 multistage
-// cp.async mainloop, alignment 1), behind the GemmKernel interface. Runs on
-// sm_80 .. sm_90; compile for sm_80 and sm_90 (no 'a' features needed).
+// cp.async mainloop, alignment 1), behind the GemmKernel interface. It would run on
+// sm_80 too, but the package's CUTLASS kernels are for Hopper (other GPUs run the
+// fallback, with one warning), so it is built for sm_90a beside the SM90 kernels.
 //
 // It uses cutlass::gemm::device::GemmUniversal rather than device::Gemm: the same
 // 2.x kernel, but one instantiation serves both a single GEMM with serial split-K
@@ -47,15 +48,17 @@ class CutlassSimtGemm : public GemmKernel {
   static constexpr int kTileM = ThreadblockShape::kM;
   static constexpr int kTileN = ThreadblockShape::kN;
   static constexpr int64_t kMinKPerSlice = 256;
+  static constexpr Layout kLayoutA = std::is_same_v<LayoutA_, cutlass::layout::RowMajor> ? Layout::Row : Layout::Col;
+  static constexpr Layout kLayoutB = std::is_same_v<LayoutB_, cutlass::layout::RowMajor> ? Layout::Row : Layout::Col;
 
   CutlassSimtGemm(const char* name, const char* tile, int priority)
       : info_{name,
               "cutlass_simt",
               DType::F32,
               Precision::Ieee,
-              std::is_same_v<LayoutA_, cutlass::layout::RowMajor> ? Layout::Row : Layout::Col,
-              std::is_same_v<LayoutB_, cutlass::layout::RowMajor> ? Layout::Row : Layout::Col,
-              80,
+              kLayoutA,
+              kLayoutB,
+              90,
               90,
               tile,
               1,
@@ -118,8 +121,8 @@ class CutlassSimtGemm : public GemmKernel {
                      cutlass::gemm::GemmCoord(static_cast<int>(p.m), static_cast<int>(p.n), static_cast<int>(p.k)),
                      batched ? static_cast<int>(p.batch) : split_k_slices(p), epilogue, p.a.ptr, p.b.ptr, c.ptr,
                      const_cast<void*>(p.d.ptr), batched ? p.a.batch_stride : 0, batched ? p.b.batch_stride : 0,
-                     batched ? c.batch_stride : 0, batched ? p.d.batch_stride : 0, p.a.ld(), p.b.ld(), c.ld(),
-                     p.d.ld());
+                     batched ? c.batch_stride : 0, batched ? p.d.batch_stride : 0, p.a.ld(kLayoutA), p.b.ld(kLayoutB),
+                     c.ld(Layout::Row), p.d.ld(Layout::Row));
   }
 
   KernelInfo info_;

@@ -22,6 +22,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <climits>
 #include <stdexcept>
 #include <string>
@@ -147,9 +148,7 @@ class CutlassSm90Gemm : public GemmKernel {
   static constexpr int kTileM = cute::size<0>(TileShape{});
   static constexpr int kTileN = cute::size<1>(TileShape{});
 
-  // large_tile: this kernel steps aside for the stream-K one on problems with few
-  // output tiles and a long K (see can_implement).
-  CutlassSm90Gemm(const char* name, const char* tile, int priority, bool large_tile)
+  CutlassSm90Gemm(const char* name, const char* tile, int priority)
       : info_{name,
               "cutlass_sm90",
               sm90_detail::DTypeOf<Element>::value,
@@ -160,10 +159,21 @@ class CutlassSm90Gemm : public GemmKernel {
               90,
               tile,
               kAlignment,
-              priority},
-        large_tile_(large_tile) {}
+              priority} {}
 
   const KernelInfo& info() const override { return info_; }
+
+  // A persistent kernel gives each output tile to one SM, so a problem of few tiles and a long
+  // K (the large-K workload: 2 tiles of 128x256 for 132 SMs) leaves most SMs idle; there it
+  // ranks below the stream-K kernels (priority 90), which split K across SMs.
+  static constexpr int kFewTilesPriority = 80;
+  int priority(const GemmProblem& p) const override {
+    if (kStreamK || p.sm_count <= 0) return info_.priority;
+    const int64_t mp = kTransposed ? p.n : p.m, np = kTransposed ? p.m : p.n;
+    const int64_t tiles = ((mp + kTileM - 1) / kTileM) * ((np + kTileN - 1) / kTileN) * p.batch;
+    const bool few_tiles_long_k = tiles < p.sm_count / 2 && p.k >= 8 * (p.m + p.n);
+    return few_tiles_long_k ? std::min(info_.priority, kFewTilesPriority) : info_.priority;
+  }
 
   std::string can_implement(const GemmProblem& p) const override {
     std::string why = check_common(info_, p);
@@ -191,13 +201,6 @@ class CutlassSm90Gemm : public GemmKernel {
       if (e.extent % kAlignment != 0)
         return std::string("needs the contiguous extent of ") + e.what + " (" + std::to_string(e.extent) +
                ") to be a multiple of " + std::to_string(kAlignment) + " elements (16 bytes, TMA)";
-    if (large_tile_) {
-      const int64_t mp = kTransposed ? p.n : p.m, np = kTransposed ? p.m : p.n;
-      const int64_t tiles = ((mp + kTileM - 1) / kTileM) * ((np + kTileN - 1) / kTileN) * p.batch;
-      if (p.sm_count > 0 && tiles < p.sm_count / 2 && p.k >= 8 * (p.m + p.n))
-        return std::to_string(tiles) + " output tiles for " + std::to_string(p.sm_count) +
-               " SMs and large K: the stream-K kernel fits better";
-    }
     Arguments args = make_arguments(p);
     cutlass::Status status = Gemm::can_implement(args);
     if (status != cutlass::Status::kSuccess)
@@ -225,8 +228,8 @@ class CutlassSm90Gemm : public GemmKernel {
  private:
   // Batch stride for CUTLASS: the real one when batched; for a single matrix a
   // harmless nonzero, 16-byte-aligned value (rows x ld), never 0.
-  static int64_t batch_stride(const GemmProblem& p, const MatrixRef& r, int64_t outer) {
-    return p.batch > 1 ? r.batch_stride : outer * r.ld();
+  static int64_t batch_stride(const GemmProblem& p, const MatrixRef& r, Layout layout, int64_t outer) {
+    return p.batch > 1 ? r.batch_stride : outer * r.ld(layout);
   }
 
   static Arguments make_arguments(const GemmProblem& p) {
@@ -241,30 +244,32 @@ class CutlassSm90Gemm : public GemmKernel {
     using ProblemShape = typename GemmKernelType::ProblemShape;
     const ProblemShape shape = kTransposed ? ProblemShape{n, m, k, l} : ProblemShape{m, n, k, l};
 
-    // Outer extents (the non-leading dimension) for the single-matrix batch stride.
-    const int64_t a_outer = std::is_same_v<LayoutA_, cutlass::layout::RowMajor> ? p.m : p.k;
-    const int64_t b_outer = std::is_same_v<LayoutB_, cutlass::layout::RowMajor> ? p.k : p.n;
-    const int64_t a_bs = batch_stride(p, p.a, a_outer), b_bs = batch_stride(p, p.b, b_outer);
-    const int64_t c_bs = batch_stride(p, c, p.m), d_bs = batch_stride(p, p.d, p.m);
+    // Leading dimensions in the kernel's layouts, and the outer extents (the non-leading
+    // dimension) for the single-matrix batch stride.
+    constexpr Layout la = sm90_detail::layout_of<LayoutA_>(), lb = sm90_detail::layout_of<LayoutB_>();
+    const int64_t lda = p.a.ld(la), ldb = p.b.ld(lb), ldc = c.ld(Layout::Row), ldd = p.d.ld(Layout::Row);
+    const int64_t a_bs = batch_stride(p, p.a, la, la == Layout::Row ? p.m : p.k);
+    const int64_t b_bs = batch_stride(p, p.b, lb, lb == Layout::Row ? p.k : p.n);
+    const int64_t c_bs = batch_stride(p, c, Layout::Row, p.m), d_bs = batch_stride(p, p.d, Layout::Row, p.m);
 
     Arguments args{};
     args.problem_shape = shape;
     args.mode = l > 1 ? cutlass::gemm::GemmUniversalMode::kBatched : cutlass::gemm::GemmUniversalMode::kGemm;
     if constexpr (!kTransposed) {
       args.mainloop.ptr_A = static_cast<const EA*>(p.a.ptr);
-      args.mainloop.dA = sm90_detail::make_stride_ld<StrideA>(p.a.ld(), a_bs);
+      args.mainloop.dA = sm90_detail::make_stride_ld<StrideA>(lda, a_bs);
       args.mainloop.ptr_B = static_cast<const EB*>(p.b.ptr);
-      args.mainloop.dB = sm90_detail::make_stride_ld<StrideB>(p.b.ld(), b_bs);
+      args.mainloop.dB = sm90_detail::make_stride_ld<StrideB>(ldb, b_bs);
     } else {
       args.mainloop.ptr_A = static_cast<const EA*>(p.b.ptr);
-      args.mainloop.dA = sm90_detail::make_stride_ld<StrideA>(p.b.ld(), b_bs);
+      args.mainloop.dA = sm90_detail::make_stride_ld<StrideA>(ldb, b_bs);
       args.mainloop.ptr_B = static_cast<const EB*>(p.a.ptr);
-      args.mainloop.dB = sm90_detail::make_stride_ld<StrideB>(p.a.ld(), a_bs);
+      args.mainloop.dB = sm90_detail::make_stride_ld<StrideB>(lda, a_bs);
     }
     args.epilogue.ptr_C = static_cast<const EC*>(c.ptr);
-    args.epilogue.dC = sm90_detail::make_stride_ld<StrideC>(c.ld(), c_bs);
+    args.epilogue.dC = sm90_detail::make_stride_ld<StrideC>(ldc, c_bs);
     args.epilogue.ptr_D = static_cast<ED*>(const_cast<void*>(p.d.ptr));
-    args.epilogue.dD = sm90_detail::make_stride_ld<StrideD>(p.d.ld(), d_bs);
+    args.epilogue.dD = sm90_detail::make_stride_ld<StrideD>(ldd, d_bs);
     args.epilogue.thread.alpha = static_cast<float>(p.alpha);
     args.epilogue.thread.beta = static_cast<float>(p.beta);
 
@@ -285,7 +290,6 @@ class CutlassSm90Gemm : public GemmKernel {
   }
 
   KernelInfo info_;
-  bool large_tile_;
 };
 
 }  // namespace pycutlass_gemm

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <tuple>
 
 #include <cuda_runtime.h>
 
@@ -38,19 +39,27 @@ int dtype_size(DType d) {
   return 0;
 }
 
-Layout MatrixRef::layout() const {
+bool MatrixRef::is(Layout l) const {
   // A row (column) of one element may have any stride: torch gives such
   // dimensions arbitrary strides, and `x.T` of an (n, 1) tensor must still count.
-  bool row = (col_stride == 1 || cols <= 1) && (row_stride >= cols || rows <= 1);
-  bool col = (row_stride == 1 || rows <= 1) && (col_stride >= rows || cols <= 1);
+  switch (l) {
+    case Layout::Row: return (col_stride == 1 || cols <= 1) && (row_stride >= cols || rows <= 1);
+    case Layout::Col: return (row_stride == 1 || rows <= 1) && (col_stride >= rows || cols <= 1);
+    case Layout::Strided: return true;
+  }
+  return false;
+}
+
+Layout MatrixRef::layout() const {
+  const bool row = is(Layout::Row), col = is(Layout::Col);
   if (row && col) return cols >= rows ? Layout::Row : Layout::Col;  // vectors and 1x1
   if (row) return Layout::Row;
   if (col) return Layout::Col;
   return Layout::Strided;
 }
 
-int64_t MatrixRef::ld() const {
-  switch (layout()) {
+int64_t MatrixRef::ld(Layout l) const {
+  switch (l) {
     case Layout::Row: return rows <= 1 ? std::max<int64_t>(cols, 1) : row_stride;
     case Layout::Col: return cols <= 1 ? std::max<int64_t>(rows, 1) : col_stride;
     case Layout::Strided: break;
@@ -71,28 +80,29 @@ std::string check_common(const KernelInfo& info, const GemmProblem& p) {
     return std::string("built for ") + dtype_name(info.dtype) + ", inputs are " + dtype_name(p.dtype);
   if (info.math == Precision::Tf32 && p.precision != Precision::Tf32)
     return "uses tf32 tensor cores; precision is 'ieee'";
-  const Layout la = p.a.layout(), lb = p.b.layout();
-  if (info.a_layout != Layout::Strided && la != info.a_layout)
-    return std::string("built for ") + layout_name(info.a_layout) + "-major A, A is " +
-           (la == Layout::Strided ? "neither row- nor column-major" : std::string(layout_name(la)) + "-major");
-  if (info.b_layout != Layout::Strided && lb != info.b_layout)
-    return std::string("built for ") + layout_name(info.b_layout) + "-major B, B is " +
-           (lb == Layout::Strided ? "neither row- nor column-major" : std::string(layout_name(lb)) + "-major");
+  for (const auto& [name, ref, built_for] : {std::tuple{"A", &p.a, info.a_layout}, std::tuple{"B", &p.b, info.b_layout}}) {
+    if (ref->is(built_for)) continue;
+    const Layout is = ref->layout();
+    return std::string("built for ") + layout_name(built_for) + "-major " + name + ", " + name + " is " +
+           (is == Layout::Strided ? "neither row- nor column-major" : std::string(layout_name(is)) + "-major");
+  }
+  // Every kernel but the strided ones writes (and reads C) row-major.
   const bool strided_ok = info.family == "naive" || info.family == "fallback";
-  if (!strided_ok && p.d.layout() != Layout::Row) return "needs a row-major output";
-  if (!strided_ok && p.beta != 0.0 && p.c.layout() != Layout::Row) return "needs a row-major C";
+  if (!strided_ok && !p.d.is(Layout::Row)) return "needs a row-major output";
+  if (!strided_ok && p.beta != 0.0 && !p.c.is(Layout::Row)) return "needs a row-major C";
   if (info.alignment > 1) {
     const int64_t bytes = static_cast<int64_t>(info.alignment) * dtype_size(p.dtype);
-    struct Named { const char* name; const MatrixRef* ref; };
-    const Named operands[] = {{"A", &p.a}, {"B", &p.b}, {"C", &p.c}, {"D", &p.d}};
+    struct Named { const char* name; const MatrixRef* ref; Layout layout; };
+    const Named operands[] = {
+        {"A", &p.a, info.a_layout}, {"B", &p.b, info.b_layout}, {"C", &p.c, Layout::Row}, {"D", &p.d, Layout::Row}};
     for (const Named& o : operands) {
       if (o.ref == &p.c && p.beta == 0.0) continue;
       if (!aligned(o.ref->ptr, bytes))
         return std::string("needs ") + std::to_string(bytes) + "-byte aligned " + o.name + " pointer";
-      if (o.ref->ld() % info.alignment != 0)
+      if (o.ref->ld(o.layout) % info.alignment != 0)
         return std::string("needs the leading dimension of ") + o.name + " to be a multiple of " +
                std::to_string(info.alignment) + " elements (" + std::to_string(bytes) + " bytes), it is " +
-               std::to_string(o.ref->ld());
+               std::to_string(o.ref->ld(o.layout));
       if (p.batch > 1 && o.ref->batch_stride % info.alignment != 0)
         return std::string("needs the batch stride of ") + o.name + " to be a multiple of " +
                std::to_string(info.alignment) + " elements";

@@ -28,12 +28,17 @@ struct MatrixRef {
   int64_t row_stride = 0, col_stride = 0;
   int64_t batch_stride = 0;
 
-  // Row if elements of a row are adjacent, Col if elements of a column are; a
-  // dimension of extent 1 places no constraint (as in torch's is_contiguous).
+  // Whether the matrix can be read in layout `l`: Row if elements of a row are
+  // adjacent and rows do not overlap, Col likewise for columns; a dimension of
+  // extent 1 places no constraint (as in torch's is_contiguous), so a single row
+  // or column is both. Every matrix can be read as Strided.
+  bool is(Layout l) const;
+  // The layout it is read in when one must be named: Row or Col where only one
+  // fits, the one along the longer extent where both do, else Strided.
   Layout layout() const;
-  // Leading dimension of a Row/Col matrix: the stride between rows (Row) or
-  // columns (Col), never less than the row (column) length.
-  int64_t ld() const;
+  // Leading dimension when read in layout `l` (is(l) must hold): the stride
+  // between rows (Row) or columns (Col), never less than the row (column) length.
+  int64_t ld(Layout l) const;
 };
 
 // D = alpha * (A @ B) + beta * C, for `batch` matrices.
@@ -68,6 +73,10 @@ class GemmKernel {
   virtual const KernelInfo& info() const = 0;
   // Empty when the kernel can run `p`; otherwise the reason it cannot.
   virtual std::string can_implement(const GemmProblem& p) const = 0;
+  // Auto dispatch tries kernels in decreasing priority for `p`: by default info().priority;
+  // a kernel ranks itself lower on problems it can run but runs poorly. A preference, never
+  // a refusal: can_implement says only what the kernel cannot do, so it stays callable by name.
+  virtual int priority(const GemmProblem& p) const { return info().priority; }
   // Bytes of device scratch the caller must pass to run(), 16-byte aligned.
   virtual size_t workspace_size(const GemmProblem& p) const { return 0; }
   // Launches on p.stream; throws std::runtime_error naming a CUDA error.

@@ -22,10 +22,10 @@ const GemmKernel* find_kernel(const std::string& name, DType dtype) {
 }
 
 Plan plan(const GemmProblem& p) {
-  // Highest priority first; ties keep registration order.
+  // Highest priority for this problem first; ties keep registration order.
   std::vector<const GemmKernel*> order = all_kernels();
-  std::stable_sort(order.begin(), order.end(), [](const GemmKernel* x, const GemmKernel* y) {
-    return x->info().priority > y->info().priority;
+  std::stable_sort(order.begin(), order.end(), [&p](const GemmKernel* x, const GemmKernel* y) {
+    return x->priority(p) > y->priority(p);
   });
   std::string refused;
   for (const GemmKernel* k : order) {
@@ -34,11 +34,11 @@ Plan plan(const GemmProblem& p) {
     // Only kernels built for this dtype, precision and layouts explain why they were passed over.
     const bool relevant = info.dtype == p.dtype &&
                           (info.math != Precision::Tf32 || p.precision == Precision::Tf32) &&
-                          (info.a_layout == Layout::Strided || info.a_layout == p.a.layout()) &&
-                          (info.b_layout == Layout::Strided || info.b_layout == p.b.layout());
+                          p.a.is(info.a_layout) && p.b.is(info.b_layout);
     std::string why = k->can_implement(p);
     if (why.empty()) {
-      std::string reason = "highest-priority kernel that can implement the problem";
+      std::string reason = "highest-priority kernel that can implement the problem (priority " +
+                           std::to_string(k->priority(p)) + ")";
       if (!refused.empty()) reason += "; passed over: " + refused;
       return {k, reason};
     }

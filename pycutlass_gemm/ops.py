@@ -12,14 +12,16 @@ from typing import Optional
 
 import torch
 
-from .gemm import default_precision, launch
+from .gemm import launch
 
 
 # No device_types: CPU tensors reach `launch`, which refuses them with a clear ValueError.
+# precision "" follows torch's TF32 switch, read when the op runs: reading it while torch.compile
+# traces would break the graph (and bake the setting into it).
 @torch.library.custom_op("pycutlass_gemm::gemm", mutates_args=())
 def _gemm_op(a: torch.Tensor, b: torch.Tensor, c: Optional[torch.Tensor], alpha: float, beta: float,
              variant: str, precision: str) -> torch.Tensor:
-    return launch(a, b, c, alpha=alpha, beta=beta, variant=variant, precision=precision)
+    return launch(a, b, c, alpha=alpha, beta=beta, variant=variant, precision=precision or None)
 
 
 @_gemm_op.register_fake
@@ -81,7 +83,6 @@ def gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None, *, alp
     the problem raises ValueError with its reason. ``precision`` for float32 inputs: "ieee" or
     "tf32"; None follows torch's own TF32 switch, as torch.matmul does; ignored for other dtypes.
     """
-    precision = precision or default_precision()
     if out is not None:
         if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in (a, b, c)):
             raise RuntimeError("pycutlass_gemm.gemm(..., out=...) does not support automatic differentiation; "
@@ -90,7 +91,7 @@ def gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None, *, alp
     for name, t in (("a", a), ("b", b)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    return _gemm_op(a, b, c, float(alpha), float(beta), variant, precision)
+    return _gemm_op(a, b, c, float(alpha), float(beta), variant, precision or "")
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, *, precision: str | None = None) -> torch.Tensor:

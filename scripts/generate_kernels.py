@@ -9,8 +9,8 @@ pycutlass_gemm::register_cutlass_kernels() and pushes exactly those kernels. A f
 is rewritten only when its content changes, so rebuilds stay incremental; generated
 .cu files in DIR that are no longer wanted are removed. --list prints the names.
 
-File names tell the build how to compile them: sm90_*.cu need sm_90a, simt_*.cu
-sm_80 and sm_90 (see the header of cutlass_sm90_gemm.cuh / cutlass_simt_gemm.cuh).
+Every generated kernel is built for sm_90a only: the package's CUTLASS kernels are for
+Hopper, and every other GPU runs the fallback kernel (see CMakeLists.txt).
 """
 import argparse
 import itertools
@@ -29,8 +29,9 @@ SCHEDULE = {  # short name: (mainloop schedule, epilogue schedule, words)
                  "pingpong"),
 }
 SCHEDULER = {"persistent": "cutlass::gemm::PersistentScheduler", "streamk": "cutlass::gemm::StreamKScheduler"}
-# Auto dispatch: large-tile persistent first (it refuses few-tile, long-K problems,
-# leaving them to stream-K), then stream-K, then SIMT fp32 (fallback is 0).
+# Auto dispatch: large-tile persistent first (it ranks itself at 80, below stream-K, on
+# few-tile long-K problems: CutlassSm90Gemm::priority), then stream-K, then SIMT fp32
+# (the fallback is 0).
 PRIORITY = {"persistent": 100, "streamk": 90, "splitk": 50}
 
 
@@ -89,17 +90,9 @@ class Kernel:
                 f"    {mainloop}, {epilogue},\n"
                 f"    {SCHEDULER[self.scheduler]}, {'true' if self.transposed else 'false'}>")
 
-    def streamk_twin(self):
-        k = 32 if self.dtype == "tf32" else 64
-        return Kernel("sm90", self.dtype, self.layout_a, self.layout_b, (128, 128, k), (1, 1), "coop", "streamk")
-
-    def source(self, selected):
-        """The .cu text; a large-tile kernel steps aside only for a stream-K twin in `selected`."""
+    def source(self):
         header = "cutlass_simt_gemm.cuh" if self.family == "simt" else "cutlass_sm90_gemm.cuh"
         args = f'"{self.name}", "{self.description}", {PRIORITY[self.scheduler]}'
-        if self.family == "sm90":
-            steps_aside = self.scheduler == "persistent" and self.streamk_twin() in selected
-            args += ", /*large_tile=*/" + ("true" if steps_aside else "false")
         return (f"{MARKER}\n#include \"{header}\"\n\nnamespace pycutlass_gemm {{\n\n"
                 f"using Kernel_{self.name} = {self.kernel_type};\n\n"
                 f"const GemmKernel* make_{self.name}() {{\n"
@@ -115,8 +108,7 @@ def all_kernels():
     for dtype, la_lb in itertools.product(["bf16", "f16", "tf32"], LAYOUTS):
         k = 32 if dtype == "tf32" else 64  # 128-byte rows of K either way
         kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 256, k), (2, 1), "coop", "persistent"))
-        if dtype != "f16":  # cut for build time (24 SM90 TUs took 12+ min on 2 cores); bf16 covers casts
-            kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 128, k), (1, 1), "coop", "streamk"))
+        kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 128, k), (1, 1), "coop", "streamk"))
     for la_lb in LAYOUTS:
         kernels.append(Kernel("simt", "f32", la_lb[0], la_lb[1], (128, 128, 8), scheduler="splitk"))
     return kernels
@@ -156,7 +148,7 @@ def main(argv=None):
     for old in args.out.glob("*.cu"):  # drop generated kernels the filter no longer selects
         if old.name not in wanted and old.read_text().startswith(MARKER):
             old.unlink()
-    changed = sum(write_if_changed(args.out / k.filename, k.source(set(kernels))) for k in kernels)
+    changed = sum(write_if_changed(args.out / k.filename, k.source()) for k in kernels)
     changed += write_if_changed(args.out / "cutlass_registry.cpp", registry_source(kernels))
     print(f"generate_kernels: {len(kernels)} kernels, {changed} file(s) written to {args.out}", file=sys.stderr)
     return 0

@@ -7,17 +7,23 @@
 #   bash scripts/gpu_check.sh [pytest arguments]
 # It installs the carried wheels into /tmp/site (headers only are needed: --no-deps), builds the
 # extension with the machine's own torch, pybind11 and scikit-build-core (--no-build-isolation),
-# and runs the whole test suite. Set SKIP_TESTS=1 to only build, OUT to keep the build log there.
+# and runs the whole test suite. Set SKIP_TESTS=1 to only build, OUT to keep the build log and the
+# built wheel there (carry that wheel back in PREBUILT=dir to install it instead of building).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 log=${OUT:-/tmp}/build.log
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
 export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+wheels=${OUT:-/tmp}/wheel
 start=$(date +%s)
-if ! python3 -m pip install --no-build-isolation --no-deps -v . >"$log" 2>&1; then
+if [ -n "${PREBUILT:-}" ]; then
+  wheels=$PREBUILT; echo "gpu_check: installing the prebuilt $(ls "$wheels")"
+elif ! python3 -m pip wheel --no-build-isolation --no-deps -v -w "$wheels" . >"$log" 2>&1; then
   tail -n 60 "$log"; echo "gpu_check: build failed (log: $log)"; exit 1
+else
+  echo "gpu_check: build took $(( $(date +%s) - start )) s on $(nproc) cores"
+  grep -E "pycutlass_gemm:" "$log" || true
 fi
-echo "gpu_check: build took $(( $(date +%s) - start )) s on $(nproc) cores"
-grep -E "pycutlass_gemm:" "$log" || true
+python3 -m pip install -q --no-deps --no-index --force-reinstall "$wheels"/pycutlass_gemm-*.whl
 [ -n "${SKIP_TESTS:-}" ] && exit 0
 cd tests && python3 -m pytest -q -rs "$@"

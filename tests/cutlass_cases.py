@@ -15,8 +15,20 @@ WORKLOADS = {
     "transposed_b": (2048, 4096, 8192, "row", "col"),
     "large_k": (256, 256, 524288, "row", "row"),
 }
-# Not multiples of any tile; M or N of 1 and 8; K of 8 and 65536+.
+# Not multiples of any tile; M or N of 1 and 8; K of 8 and 65536+. Each kernel runs them with
+# the extents it reads contiguously rounded up to its alignment (see aligned_shape).
 EDGE_SHAPES = [(127, 259, 200), (1, 264, 136), (264, 1, 136), (8, 8, 65544), (200, 8, 8), (8, 520, 72)]
+
+
+def aligned_shape(kernel: dict, m: int, n: int, k: int) -> tuple[int, int, int]:
+    """(m, n, k) with every extent that lies contiguously in memory for this kernel's layouts
+    rounded up to its alignment: TMA kernels refuse a contiguous extent of a row that is not a
+    multiple of 16 bytes (test_auto_dispatch checks that auto sends those to other kernels).
+    D is row-major, so N always counts."""
+    align = kernel["alignment"]
+    up = lambda x: -(-x // align) * align
+    a_row, b_row = kernel["layout_a"] == "row", kernel["layout_b"] == "row"
+    return (m if a_row else up(m), up(n), up(k) if a_row or not b_row else k)
 
 
 @dataclass(frozen=True)
@@ -67,6 +79,6 @@ def cases() -> list[Case]:
         own = [w[:3] for w in WORKLOADS.values() if w[3:] == layouts] or [WORKLOADS["transposed_b"][:3]]
         for m, n, k in dict.fromkeys(own + [WORKLOADS["large_k"][:3]]):
             out.append(Case(kern, m, n, k, 0))
-        out += [Case(kern, m, n, k, 0) for m, n, k in EDGE_SHAPES]
-        out.append(Case(kern, 257, 131, 263, 8))  # leading dimensions longer than the rows
+        out += [Case(kern, *aligned_shape(kern, m, n, k), 0) for m, n, k in EDGE_SHAPES]
+        out.append(Case(kern, *aligned_shape(kern, 257, 131, 263), 8))  # leading dimensions longer than the rows
     return out

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 import pycutlass_gemm as pg
-from conftest import gpu, rel_error, tolerance
-from cutlass_cases import cases
+from conftest import dtype_id, gpu, matrix, poisoned, rel_error, tolerance
+from cutlass_cases import WORKLOADS, cases, cutlass_kernels
 
 pytestmark = [pytest.mark.gpu, gpu]
 CASES = cases()
@@ -36,3 +36,33 @@ def test_kernel_matches_float64_and_fallback(case):
     print(f"{case.id}: error vs fp64 {err:.2e}, vs fallback {vs_fallback:.2e} (tol {tol:.0e})")
     assert err < tol, f"{case.id}: error vs float64 {err:.2e} >= {tol:.0e}"
     assert vs_fallback < 2 * tol, f"{case.id}: differs from the fallback by {vs_fallback:.2e}"
+
+
+# (m, n, k, layout of A, layout of B): the workloads, then shapes whose rows are not 16-byte
+# multiples (TMA kernels refuse them; auto must pass them on) and a single output column.
+AUTO_SHAPES = [w for w in WORKLOADS.values()] + [(127, 259, 200, "col", "row"), (96, 1, 4096, "row", "row")]
+PRECISIONS = [(torch.float32, "ieee"), (torch.float32, "tf32"), (torch.bfloat16, "ieee"), (torch.float16, "ieee")]
+
+
+@pytest.mark.parametrize("dtype, precision", PRECISIONS, ids=lambda x: dtype_id(x) if isinstance(x, torch.dtype) else x)
+@pytest.mark.parametrize("m, n, k, la, lb", AUTO_SHAPES, ids=lambda x: str(x))
+def test_auto_dispatch(dtype, precision, m, n, k, la, lb):
+    """variant="auto" runs what plan() names, that kernel is right, and it is the one expected:
+    on sm_90 a CUTLASS kernel whenever one can take the problem, stream-K for the large-K shape."""
+    a, b, out = matrix(m, k, la, dtype), matrix(k, n, lb, dtype), poisoned(m, n, dtype)
+    chosen = pg.plan(a, b, out=out, precision=precision)["kernel"]
+    pg.gemm(a, b, out=out, precision=precision)
+    err, tol = rel_error(out, a, b), tolerance(dtype, precision, k)
+    print(f"auto {dtype_id(dtype)}/{precision} {m}x{n}x{k} {la}{lb}: {chosen}, error vs fp64 {err:.2e}")
+    assert err < tol, f"auto ran {chosen}: error {err:.2e} >= {tol:.0e}"
+    if torch.cuda.get_device_capability() != (9, 0):
+        assert chosen == "fallback"
+        return
+    runnable = [kern["name"] for kern in cutlass_kernels() if kern["dtype"] == dtype_id(dtype)
+                and pg.can_run(kern["name"], a, b, out=out, precision=precision) == ""]
+    if not runnable:
+        assert chosen == "fallback"
+        return
+    assert chosen in runnable
+    if (m, n, k) == WORKLOADS["large_k"][:3] and any("streamk" in name for name in runnable):
+        assert "streamk" in chosen, f"large K should run stream-K, auto chose {chosen}"
