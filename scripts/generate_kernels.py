@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generates one translation unit per CUTLASS kernel instantiation, plus the registry.
 
-    python3 scripts/generate_kernels.py --out DIR [--filter REGEX] [--list]
+    python3 scripts/generate_kernels.py --out DIR [--filter REGEX] [--tuning] [--list]
 
 writes DIR/<kernel name>.cu for every kernel whose name matches REGEX (re.search;
 default: all) and DIR/cutlass_registry.cpp, which defines
@@ -114,6 +114,21 @@ def all_kernels():
     return kernels
 
 
+def tuning_kernels():
+    """Candidates for a tuning run (--tuning; CMake -DPYCUTLASS_GEMM_TUNING=ON): built beside the
+    package's kernels so the benchmark can set them side by side; one joins all_kernels() only when
+    a run shows it beats what auto picks now (notes/measurements.md)."""
+    sk = lambda dtype, tile, cluster=(1, 1): Kernel("sm90", dtype, "r", "r", tile, cluster, "coop", "streamk")
+    return [  # large K: fewer, wider tiles re-read less of A and B; a cluster multicasts B
+        sk("bf16", (128, 256, 64)), sk("bf16", (256, 128, 64)), sk("bf16", (128, 128, 64), (2, 1)),
+        sk("tf32", (128, 256, 32)), sk("tf32", (256, 128, 32)),
+    ] + [  # tf32 with A and B MN-major (transposed A): other shapes of the register-sourced path
+        Kernel("sm90", "tf32", "c", "r", (128, 128, 32), (1, 1), "pingpong", "persistent"),
+        Kernel("sm90", "tf32", "c", "r", (256, 128, 32), (2, 1), "coop", "persistent"),
+        Kernel("sm90", "tf32", "c", "r", (128, 256, 32), (1, 1), "coop", "persistent"),
+    ]
+
+
 def registry_source(kernels):
     decls = "".join(f"const GemmKernel* make_{k.name}();\n" for k in kernels)
     calls = "".join(f"  out.push_back(make_{k.name}());\n" for k in kernels)
@@ -136,8 +151,10 @@ def main(argv=None):
     parser.add_argument("--out", type=Path, help="directory for the generated sources")
     parser.add_argument("--filter", default="", help="regex; only kernels whose name it matches (re.search)")
     parser.add_argument("--list", action="store_true", help="print the selected kernel names and exit")
+    parser.add_argument("--tuning", action="store_true", help="also the candidates of tuning_kernels()")
     args = parser.parse_args(argv)
-    kernels = [k for k in all_kernels() if re.search(args.filter, k.name)]
+    kernels = all_kernels() + (tuning_kernels() if args.tuning else [])
+    kernels = [k for k in kernels if re.search(args.filter, k.name)]
     if args.list:
         print("\n".join(k.name for k in kernels))
         return 0

@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.gpu, gpu]
 LAYOUTS = [("row", "row"), ("row", "col"), ("col", "row"), ("col", "col")]
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 SHAPES = [(0, 5, 7), (5, 0, 7), (5, 7, 0), (1, 1, 1), (7, 7, 7), (33, 1, 257), (1, 33, 7),
-          (257, 33, 129), (130, 257, 33)]
+          (257, 33, 129), (130, 257, 33), (65, 70, 2049)]  # the last splits K across blocks
 
 
 def check(variant, m, n, k, la, lb, dtype, **layout_kw):
