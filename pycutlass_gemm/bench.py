@@ -319,34 +319,54 @@ def torch_matmul_precision(allow_tf32: bool):
 
 
 def flush_buffer(settings: Settings) -> torch.Tensor:
-    """What time_cuda zeroes before each run: larger than L2, so it evicts everything else."""
+    """What time_once zeroes before each run: larger than L2, so it evicts everything else."""
     return torch.empty(settings.flush_mib * 2**20 // 4, device=DEVICE, dtype=torch.int32)
 
 
-def time_cuda(fn: Callable[[], object], flush: torch.Tensor, settings: Settings, *,
-              warmed_s: float = 0.0) -> list[float]:
-    """Milliseconds of each timed run of `fn` on the current stream.
-
-    `warmed_s`: seconds `fn` already ran untimed (the correctness call); the warm-up tops that up
-    to `settings.warmup_s` so clocks, lazy module loading and allocator caches have settled."""
+def warm_up(fn: Callable[[], object], settings: Settings, *, warmed_s: float = 0.0) -> None:
+    """Run `fn` untimed until it has run `settings.warmup_s` (counting `warmed_s` it already ran, e.g.
+    the correctness call), so clocks, lazy module loading and allocator caches have settled."""
     t0 = time.perf_counter()
     while warmed_s + time.perf_counter() - t0 < settings.warmup_s:
         fn()
         torch.cuda.synchronize()
+
+
+def time_once(fn: Callable[[], object], flush: torch.Tensor) -> float:
+    """Milliseconds of one run of `fn` on the current stream, with L2 flushed first."""
+    # Overwrite L2 so A and B come from HBM, as in a model where other layers ran in between;
+    # it runs before the start event, so it is not timed, and it gives the CPU time to queue fn.
+    flush.zero_()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    samples: list[float] = []
-    t0 = time.perf_counter()
-    while len(samples) < settings.max_runs and (len(samples) < settings.min_runs
-                                                or time.perf_counter() - t0 < settings.budget_s):
-        # Overwrite L2 so A and B come from HBM, as in a model where other layers ran in between;
-        # it runs before the start event, so it is not timed, and it gives the CPU time to queue fn.
-        flush.zero_()
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()  # one run at a time: nothing else on the stream, and a wall-clock budget
-        samples.append(start.elapsed_time(end))
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()  # one run at a time: nothing else on the stream, and a wall-clock budget
+    return start.elapsed_time(end)
+
+
+def time_interleaved(fns: Sequence[Callable[[], object]], flush: torch.Tensor, settings: Settings) -> list[list[float]]:
+    """Milliseconds of each timed run of each of `fns`, taken round-robin (one run of each in turn)
+    so that clock and temperature drift during the group falls on every row alike, and the
+    ratios between rows of one run are fair. Each stops after `budget_s` of its own wall time
+    once it has `min_runs` runs, or at `max_runs`."""
+    samples: list[list[float]] = [[] for _ in fns]
+    spent = [0.0 for _ in fns]
+    wanted = lambda i: len(samples[i]) < settings.max_runs and (  # noqa: E731
+        len(samples[i]) < settings.min_runs or spent[i] < settings.budget_s)
+    while any(wanted(i) for i in range(len(fns))):
+        for i, fn in enumerate(fns):
+            if wanted(i):
+                t0 = time.perf_counter()
+                samples[i].append(time_once(fn, flush))
+                spent[i] += time.perf_counter() - t0
     return samples
+
+
+def time_cuda(fn: Callable[[], object], flush: torch.Tensor, settings: Settings) -> list[float]:
+    """Milliseconds of each timed run of `fn` alone, after a warm-up."""
+    warm_up(fn, settings)
+    return time_interleaved([fn], flush, settings)[0]
 
 
 def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
@@ -399,9 +419,10 @@ def _call(case: BenchCase, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) 
     return (lambda: _api.gemm(a, b, variant=v, out=out, precision=case.precision.gemm_precision)), kernel
 
 
-def run_case(case: BenchCase, a: torch.Tensor, b: torch.Tensor, ref: torch.Tensor, out: torch.Tensor,
-             flush: torch.Tensor, settings: Settings, peaks: dict[str, float]) -> Result:
-    """Check one variant against the float64 reference; time it only if it passed."""
+def check_case(case: BenchCase, a: torch.Tensor, b: torch.Tensor, ref: torch.Tensor, out: torch.Tensor,
+               settings: Settings) -> tuple[Result, Callable[[], torch.Tensor] | None]:
+    """Check one variant against the float64 reference and warm it up: (its row, the function to
+    time), the function None if the row is a SKIP or FAIL -- a wrong kernel has no speed."""
     w, p = case.workload, case.precision
     r = Result(w.name, w.m, w.n, w.k, w.layout, p.name, case.variant, case.variant, "ok", tol=p.tolerance(w.k))
     try:
@@ -409,7 +430,7 @@ def run_case(case: BenchCase, a: torch.Tensor, b: torch.Tensor, ref: torch.Tenso
             reason = case.skip_reason or _api.can_run(case.variant, a, b, out=out, precision=p.gemm_precision)
             if reason:
                 r.status, r.message = "SKIP", reason
-                return r
+                return r, None
         fn, r.kernel = _call(case, a, b, out)
         with torch_matmul_precision(p.allow_tf32):
             out.fill_(math.nan)  # a kernel that writes nothing must not inherit the previous row's result
@@ -420,19 +441,23 @@ def run_case(case: BenchCase, a: torch.Tensor, b: torch.Tensor, ref: torch.Tenso
             r.error = rel_error(result, ref)
             if not r.error <= r.tol:
                 r.status, r.message = "FAIL", f"error {r.error:.2e} > tolerance {r.tol:.1e}"
-                return r
-            samples = time_cuda(fn, flush, settings, warmed_s=time.perf_counter() - t0)
+                return r, None
+            warm_up(fn, settings, warmed_s=time.perf_counter() - t0)
     except Exception as e:  # noqa: BLE001 -- a row that raises is a FAIL, the run goes on
         r.status, r.message = "FAIL", f"{type(e).__name__}: {e}".strip()
-        return r
+        return r, None
+    return r, fn
+
+
+def set_times(r: Result, samples: Sequence[float], workload: Workload, precision: Precision,
+              peaks: dict[str, float]) -> None:
     r.ms, r.ms_min, r.runs = statistics.median(samples), min(samples), len(samples)
-    r.tflops = w.flop / r.ms / 1e9
-    r.gbps = w.min_bytes(p.dtype.itemsize) / r.ms / 1e6
-    if peaks.get(p.name):
-        r.pct_peak = 100 * r.tflops / peaks[p.name]
+    r.tflops = workload.flop / r.ms / 1e9
+    r.gbps = workload.min_bytes(precision.dtype.itemsize) / r.ms / 1e6
+    if peaks.get(precision.name):
+        r.pct_peak = 100 * r.tflops / peaks[precision.name]
     if peaks.get("copy_gbps"):
         r.pct_bw = 100 * r.gbps / peaks["copy_gbps"]
-    return r
 
 
 def fill_speedups(results: Iterable[Result]) -> None:
@@ -465,12 +490,19 @@ def run_cases(cases: Sequence[BenchCase], peaks: dict[str, float], settings: Set
             ref = a.double() @ b.double()  # on the GPU, from the same (cast) inputs
             made_for = (w, p.dtype)
         out = torch.empty(w.m, w.n, device=DEVICE, dtype=p.dtype)
-        rows = []
+        rows, timed = [], []
         for case in group:
             progress.update(f"{w.name} {p.name} {case.variant}")
-            r = run_case(case, a, b, ref, out, flush, settings, peaks)
+            r, fn = check_case(case, a, b, ref, out, settings)
             if r.status != "SKIP" or case.explicit:
                 rows.append(r)
+            if fn is not None:
+                timed.append((r, fn))
+        progress.update(f"{w.name} {p.name}: timing {len(timed)} rows, interleaved")
+        with torch_matmul_precision(p.allow_tf32):
+            samples = time_interleaved([fn for _, fn in timed], flush, settings)
+        for (r, _), ms in zip(timed, samples):
+            set_times(r, ms, w, p, peaks)
         fill_speedups(rows)
         results += rows
         emit(rows)
@@ -560,38 +592,49 @@ def _variant_colors(variants: Sequence[str]) -> dict[str, object]:
     return colors
 
 
+# Bars by role, so the chart reads the same whatever the registry holds: every registered kernel
+# that can run a row shares one colour (the table names them), auto is annotated with its x torch.
+BAR_ROLES = {TORCH: ("torch.matmul", "black"), TORCH_COPY: ("torch.matmul after .contiguous()", "0.6"),
+             "auto": ("pycutlass_gemm auto", "tab:blue"), "kernel": ("other registered kernels", "lightsteelblue"),
+             "fallback": ("fallback", "tab:orange"), "naive": ("naive", "tab:green")}
+
+
 def plot_bars(results: Sequence[Result], path: str, title: str = "") -> None:
-    """TFLOP/s per workload (one panel each) x precision (groups) x variant (bars); torch.matmul
-    in black, FAIL rows marked where their bar would be."""
+    """TFLOP/s per workload (one panel each) x precision (groups) x variant (bars, coloured by
+    role, see BAR_ROLES); auto's bar carries its speed-up over torch.matmul; FAIL rows are marked
+    where their bar would be."""
     plt = _pyplot()
     rows = [r for r in results if r.status != "SKIP"]
     workloads = list(dict.fromkeys(r.workload for r in rows))
-    variants = list(dict.fromkeys(r.variant for r in rows))
-    colors = _variant_colors(variants)
-    fig, axes = plt.subplots(len(workloads), 1, figsize=(max(8, 1.2 * len(variants) + 4), 3.6 * len(workloads)),
+    role = lambda r: r.variant if r.variant in BAR_ROLES else "kernel"  # noqa: E731
+    roles = [k for k in BAR_ROLES if any(role(r) == k for r in rows)]
+    most = max(sum(1 for r in rows if (r.workload, r.precision) == (w, p)) for w, p in
+               {(r.workload, r.precision) for r in rows})
+    fig, axes = plt.subplots(len(workloads), 1, figsize=(max(8, 0.35 * most * 4 + 3), 3.4 * len(workloads)),
                              squeeze=False)
     for ax, w in zip(axes[:, 0], workloads):
         in_w = [r for r in rows if r.workload == w]
         precisions = list(dict.fromkeys(r.precision for r in in_w))
         for gi, p in enumerate(precisions):
-            group = [r for r in in_w if r.precision == p]
+            group = sorted((r for r in in_w if r.precision == p), key=lambda r: roles.index(role(r)))
             width = 0.8 / len(group)
             for bi, r in enumerate(group):
                 x = gi - 0.4 + width * (bi + 0.5)
-                if r.status == "ok":
-                    ax.bar(x, r.tflops, width, color=colors[r.variant], edgecolor="black",
-                           linewidth=1.5 if r.variant == TORCH else 0.3, hatch="//" if r.variant == TORCH else None)
-                else:
+                if r.status != "ok":
                     ax.text(x, 0, "FAIL", rotation=90, ha="center", va="bottom", fontsize=7, color="red")
+                    continue
+                ax.bar(x, r.tflops, width, color=BAR_ROLES[role(r)][1], edgecolor="black", linewidth=0.3)
+                if r.variant == "auto" and r.x_torch:
+                    ax.text(x, r.tflops, f"{r.x_torch:.2f}x", ha="center", va="bottom", fontsize=7)
         ax.set_xticks(range(len(precisions)), precisions)
         ax.set_ylabel("TFLOP/s")
-        ax.set_title(w)
+        ax.set_title(w, fontsize=10)
         ax.grid(axis="y", alpha=0.3)
-    handles = [plt.Rectangle((0, 0), 1, 1, color=colors[v], hatch="//" if v == TORCH else None) for v in variants]
-    fig.legend(handles, ["torch.matmul" if v == TORCH else v for v in variants], loc="upper center",
-               ncol=min(4, len(variants)), fontsize=8, bbox_to_anchor=(0.5, 1.0))
-    fig.suptitle(title, y=1.0 + 0.02 * math.ceil(len(variants) / 4), fontsize=10)
-    fig.tight_layout(rect=(0, 0, 1, 1 - 0.04 * math.ceil(len(variants) / 4) / len(workloads)))
+    handles = [plt.Rectangle((0, 0), 1, 1, color=BAR_ROLES[k][1]) for k in roles]
+    fig.legend(handles, [BAR_ROLES[k][0] for k in roles], loc="upper center", ncol=len(roles), fontsize=8,
+               bbox_to_anchor=(0.5, 1.0))
+    fig.suptitle(title + "  (label on auto: x torch.matmul, same run)", y=1.04, fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
 
@@ -777,7 +820,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"{meta['device']} (sm_{meta['sm']}, {meta['sms']} SMs), torch {meta['torch']}, CUDA {meta['cuda']}, "
           f"pycutlass_gemm {meta['pycutlass_gemm']}")
 
-    progress = Progress(len(precisions) + 1 + len(cases), enabled=not args.no_progress)
+    groups = len({(c.workload, c.precision) for c in cases})  # each group: its checks, then one timing step
+    progress = Progress(len(precisions) + 1 + len(cases) + groups, enabled=not args.no_progress)
     cols = Columns.for_cases(cases, kernels)
     try:
         peaks = measure_peaks(precisions, flush_buffer(settings), settings, progress)
