@@ -73,6 +73,7 @@ PYBIND11_MODULE(_C, m) {
       .def_readwrite("precision", &GemmProblem::precision)
       .def_readwrite("alpha", &GemmProblem::alpha)
       .def_readwrite("beta", &GemmProblem::beta)
+      .def_readwrite("deterministic", &GemmProblem::deterministic)
       .def_readwrite("sm", &GemmProblem::sm)
       .def_readwrite("sm_count", &GemmProblem::sm_count)
       .def_readwrite("stream", &GemmProblem::stream);

@@ -284,7 +284,12 @@ class CutlassSm90Gemm : public GemmKernel {
       // Heuristic: data-parallel when the tiles fill the SMs, split-K / stream-K otherwise
       // (e.g. 4 tiles on 132 SMs becomes a 33-way split).
       args.scheduler.decomposition_mode = Params::DecompositionMode::Heuristic;
-      args.scheduler.reduction_mode = Params::ReductionMode::Deterministic;
+      // Deterministic: each split adds its partial tile to the workspace only after the one
+      // before it, a chain as long as the split (measured on H100: 0.28 ms at 33 splits, 0.41
+      // at 66, for a problem that needs 0.18 ms of memory traffic). Nondeterministic: the splits
+      // add concurrently (atomics), the last one applies the epilogue.
+      args.scheduler.reduction_mode =
+          p.deterministic ? Params::ReductionMode::Deterministic : Params::ReductionMode::Nondeterministic;
     }
     return args;
   }

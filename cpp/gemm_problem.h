@@ -49,6 +49,10 @@ struct GemmProblem {
   DType dtype = DType::F32;  // A, B, C and D share it; accumulation is fp32 (fp64 for F64)
   Precision precision = Precision::Ieee;
   double alpha = 1.0, beta = 0.0;
+  // false lets a kernel that splits K add the partial sums in whatever order they finish (the
+  // same rounding error, not bit-for-bit repeatable); Python sets it from
+  // torch.are_deterministic_algorithms_enabled().
+  bool deterministic = true;
   int sm = 0;        // compute capability of the device, e.g. 90 (0: no device)
   int sm_count = 0;  // multiprocessors on that device
   uintptr_t stream = 0;

@@ -204,6 +204,7 @@ def _problem(a, b, c, alpha, beta, out, precision, *, arch: int | None = None) -
         p.precision = getattr(_C.Precision, precision or default_precision())
     p.sm, p.sm_count = _device_props(a.device, arch)
     p.alpha, p.beta = float(alpha), float(beta)
+    p.deterministic = torch.are_deterministic_algorithms_enabled()
     if out is not None:
         _check_out(out, a, b, shape)
         p.d = _matrix(out, batch)

@@ -66,3 +66,29 @@ def test_auto_dispatch(dtype, precision, m, n, k, la, lb):
     assert chosen in runnable
     if (m, n, k) == WORKLOADS["large_k"][:3] and any("streamk" in name for name in runnable):
         assert "streamk" in chosen, f"large K should run stream-K, auto chose {chosen}"
+
+
+@pytest.mark.parametrize("deterministic", [True, False], ids=["deterministic", "any_order"])
+def test_split_k_follows_torch_determinism(deterministic):
+    """Stream-K kernels that split K add their partial sums in a fixed order when
+    torch.use_deterministic_algorithms(True) is on (bit-for-bit repeatable), concurrently
+    otherwise; both are right."""
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the stream-K kernels are built for sm_90")
+    m, n, k = 256, 256, 131072
+    for kern in [kern for kern in cutlass_kernels() if "streamk" in kern["name"] and kern["layout_a"] == "row"
+                 and kern["layout_b"] == "row" and kern["dtype"] in ("bfloat16", "float32")]:
+        dtype = torch.bfloat16 if kern["dtype"] == "bfloat16" else torch.float32
+        a, b = matrix(m, k, "row", dtype), matrix(k, n, "row", dtype)
+        saved = torch.are_deterministic_algorithms_enabled()
+        torch.use_deterministic_algorithms(deterministic)
+        try:
+            outs = [pg.gemm(a, b, variant=kern["name"], precision=kern["math"]) for _ in range(3)]
+        finally:
+            torch.use_deterministic_algorithms(saved)
+        tol = tolerance(dtype, kern["math"], k)
+        errors = [rel_error(out, a, b) for out in outs]
+        print(f"{kern['name']} deterministic={deterministic}: errors vs fp64 {', '.join(f'{e:.2e}' for e in errors)}")
+        assert max(errors) < tol
+        if deterministic:
+            assert all(torch.equal(outs[0], out) for out in outs[1:]), f"{kern['name']}: runs differ"
