@@ -17,7 +17,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <stdexcept>
 #include <string>
 #include <type_traits>
 
@@ -26,6 +25,7 @@
 #include "cutlass/gemm/device/gemm_universal.h"
 #include "cutlass/gemm/threadblock/threadblock_swizzle.h"
 
+#include "cutlass_adapter.cuh"
 #include "gemm_problem.h"
 
 namespace pycutlass_gemm {
@@ -83,10 +83,7 @@ class CutlassSimtGemm : public GemmKernel {
     if (p.m > INT_MAX || p.n > INT_MAX || p.k > INT_MAX) return "m, n and k must fit in int32";
     if (p.batch > 65535) return "at most 65535 batches";
     if (p.batch > 1 && p.d.batch_stride == 0) return "D needs a nonzero batch stride";
-    cutlass::Status status = Gemm::can_implement(make_arguments(p));
-    if (status != cutlass::Status::kSuccess)
-      return std::string("CUTLASS can_implement: ") + cutlassGetStatusString(status);
-    return "";
+    return cutlass_adapter::can_implement<Gemm>(make_arguments(p));
   }
 
   size_t workspace_size(const GemmProblem& p) const override {
@@ -94,24 +91,10 @@ class CutlassSimtGemm : public GemmKernel {
   }
 
   void run(const GemmProblem& p, void* workspace) const override {
-    const cudaStream_t stream = reinterpret_cast<cudaStream_t>(p.stream);
-    Arguments args = make_arguments(p);
-    Gemm gemm;  // per call: run() may be called concurrently
-    cutlass::Status status = gemm.initialize(args, workspace, stream);  // zeroes the split-K semaphores
-    if (status != cutlass::Status::kSuccess) throw_status("initialize", status);
-    status = gemm.run(stream);
-    if (status != cutlass::Status::kSuccess) throw_status("run", status);
-    check_launch(info_.name.c_str());
+    cutlass_adapter::run<Gemm>(info_.name, make_arguments(p), workspace, reinterpret_cast<cudaStream_t>(p.stream));
   }
 
  private:
-  [[noreturn]] void throw_status(const char* what, cutlass::Status status) const {
-    cudaError_t err = cudaGetLastError();
-    std::string msg = info_.name + ": CUTLASS " + what + " failed: " + cutlassGetStatusString(status);
-    if (err != cudaSuccess) msg += std::string("; CUDA error ") + cudaGetErrorName(err) + ": " + cudaGetErrorString(err);
-    throw std::runtime_error(msg);
-  }
-
   static Arguments make_arguments(const GemmProblem& p) {
     const bool batched = p.batch > 1;
     const bool beta = p.beta != 0.0;

@@ -24,7 +24,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <stdexcept>
 #include <string>
 #include <type_traits>
 
@@ -39,6 +38,7 @@
 #include "cutlass/gemm/kernel/tile_scheduler.hpp"
 #include "cutlass/kernel_hardware_info.h"
 
+#include "cutlass_adapter.cuh"
 #include "gemm_problem.h"
 
 namespace pycutlass_gemm {
@@ -77,15 +77,6 @@ template <class Tag>
 int64_t contiguous_extent(int64_t rows, int64_t cols) {
   return std::is_same_v<Tag, cutlass::layout::RowMajor> ? cols : rows;
 }
-
-[[noreturn]] inline void throw_status(const std::string& name, const char* what, cutlass::Status status) {
-  cudaError_t err = cudaGetLastError();
-  std::string msg = name + ": CUTLASS " + what + " failed: " + cutlassGetStatusString(status);
-  if (err != cudaSuccess) msg += std::string("; CUDA error ") + cudaGetErrorName(err) + ": " + cudaGetErrorString(err);
-  throw std::runtime_error(msg);
-}
-
-inline const char* schedule_name(bool pingpong) { return pingpong ? "pingpong" : "cooperative"; }
 
 }  // namespace sm90_detail
 
@@ -201,28 +192,16 @@ class CutlassSm90Gemm : public GemmKernel {
       if (e.extent % kAlignment != 0)
         return std::string("needs the contiguous extent of ") + e.what + " (" + std::to_string(e.extent) +
                ") to be a multiple of " + std::to_string(kAlignment) + " elements (16 bytes, TMA)";
-    Arguments args = make_arguments(p);
-    cutlass::Status status = Gemm::can_implement(args);
-    if (status != cutlass::Status::kSuccess)
-      return std::string("CUTLASS can_implement: ") + cutlassGetStatusString(status);
-    return "";
+    return cutlass_adapter::can_implement<Gemm>(make_arguments(p));
   }
 
   size_t workspace_size(const GemmProblem& p) const override {
     return Gemm::get_workspace_size(make_arguments(p));
   }
 
+  // The caller has checked can_implement (bindings.cpp does before every run).
   void run(const GemmProblem& p, void* workspace) const override {
-    const cudaStream_t stream = reinterpret_cast<cudaStream_t>(p.stream);
-    Arguments args = make_arguments(p);
-    Gemm gemm;  // per call: run() may be called concurrently
-    cutlass::Status status = gemm.can_implement(args);
-    if (status != cutlass::Status::kSuccess) sm90_detail::throw_status(info_.name, "can_implement", status);
-    status = gemm.initialize(args, workspace, stream);
-    if (status != cutlass::Status::kSuccess) sm90_detail::throw_status(info_.name, "initialize", status);
-    status = gemm.run(stream);
-    if (status != cutlass::Status::kSuccess) sm90_detail::throw_status(info_.name, "run", status);
-    check_launch(info_.name.c_str());
+    cutlass_adapter::run<Gemm>(info_.name, make_arguments(p), workspace, reinterpret_cast<cudaStream_t>(p.stream));
   }
 
  private:
