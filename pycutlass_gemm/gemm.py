@@ -9,6 +9,7 @@ launches. ``ops.py`` wraps ``launch`` as a torch custom op with autograd.
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 
@@ -167,16 +168,22 @@ def _overlaps(x: torch.Tensor, y: torch.Tensor) -> bool:
     return x0 < y1 and y0 < x1
 
 
+@functools.cache
+def _cuda_props(index: int) -> tuple[int, int]:
+    """(compute capability as 90, multiprocessor count) of CUDA device `index`: read once, since
+    torch.cuda.get_device_properties costs microseconds on every call's path."""
+    props = torch.cuda.get_device_properties(index)
+    return props.major * 10 + props.minor, props.multi_processor_count
+
+
 def _device_props(device: torch.device, arch: int | None) -> tuple[int, int]:
     """(compute capability as 90, multiprocessor count) for the problem's device."""
     if device.type == "cuda":
-        props = torch.cuda.get_device_properties(device)
-        return props.major * 10 + props.minor, props.multi_processor_count
+        return _cuda_props(device.index)
     if arch is not None:
         return arch, 0
     if torch.cuda.is_available():
-        props = torch.cuda.get_device_properties(torch.cuda.current_device())
-        return props.major * 10 + props.minor, props.multi_processor_count
+        return _cuda_props(torch.cuda.current_device())
     return _DEFAULT_ARCH, 0
 
 
