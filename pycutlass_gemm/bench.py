@@ -173,7 +173,9 @@ class Settings:
     warmup_s: float = 0.1
     peak_size: int = 8192
     copy_mib: int = 1024
-    flush_mib: int = 256   # > L2 of H100/H200 (50 MiB); B200's is 126 MiB
+    # > L2 of H100/H200 (50 MiB; B200's is 126 MiB), and zeroing it (~0.3 ms on an H100) outlasts
+    # the host work of queueing any call (<= ~0.15 ms measured), so the events time GPU work.
+    flush_mib: int = 1024
 
 
 FULL = Settings()
@@ -335,7 +337,8 @@ def warm_up(fn: Callable[[], object], settings: Settings, *, warmed_s: float = 0
 def time_once(fn: Callable[[], object], flush: torch.Tensor) -> float:
     """Milliseconds of one run of `fn` on the current stream, with L2 flushed first."""
     # Overwrite L2 so A and B come from HBM, as in a model where other layers ran in between;
-    # it runs before the start event, so it is not timed, and it gives the CPU time to queue fn.
+    # it runs before the start event, so it is not timed, and it gives the CPU time to queue fn
+    # before the GPU reaches the start event, as when a model's CPU side runs ahead.
     flush.zero_()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
@@ -349,9 +352,8 @@ def time_interleaved(fns: Sequence[Callable[[], object]], flush: torch.Tensor, s
     """Milliseconds of each timed run of each of `fns`, taken round-robin (one run of each in turn)
     so that clock and temperature drift during the group falls on every row alike, and the
     ratios between rows of one run are fair. Each round starts one row later than the last, so
-    no row always runs right after the same other one (measured on H100: the row after
-    `torch+contiguous` ran up to 60 us slower when the order was fixed). Each stops after
-    `budget_s` of its own wall time once it has `min_runs` runs, or at `max_runs`."""
+    no row always runs right after the same other one. Each stops after `budget_s` of its own
+    wall time once it has `min_runs` runs, or at `max_runs`."""
     samples: list[list[float]] = [[] for _ in fns]
     spent = [0.0 for _ in fns]
     wanted = lambda i: len(samples[i]) < settings.max_runs and (  # noqa: E731
