@@ -30,7 +30,9 @@ _DTYPES = {
     torch.float64: _C.DType.float64,
 }
 PRECISIONS = ("ieee", "tf32")
-_DEFAULT_ARCH = 90  # what plan() assumes without a CUDA device: the GPU this package is built for
+# What plan() assumes for tensors not on a CUDA device: the GPU this package is built for (H100
+# SXM / H200: sm_90, 132 SMs). The SM count matters: it decides split-K and stream-K.
+_DEFAULT_ARCH, _DEFAULT_SM_COUNT = 90, 132
 
 
 def kernels() -> list[dict]:
@@ -70,7 +72,7 @@ def plan(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None, *, bet
     it: ``{"kernel": name or None, "reason": str}``.
 
     Works on meta and CPU tensors; ``arch`` (e.g. 90) defaults to the current CUDA device's
-    compute capability, or 90 without one."""
+    compute capability, or 90 without one; tensors not on a GPU are planned for 132 SMs."""
     problem = _problem(a, b, c, 1.0, beta, out, precision, arch=arch)
     name, reason = _C.plan(problem)
     return {"kernel": name, "reason": reason}
@@ -181,10 +183,10 @@ def _device_props(device: torch.device, arch: int | None) -> tuple[int, int]:
     if device.type == "cuda":
         return _cuda_props(device.index)
     if arch is not None:
-        return arch, 0
+        return arch, _DEFAULT_SM_COUNT
     if torch.cuda.is_available():
         return _cuda_props(torch.cuda.current_device())
-    return _DEFAULT_ARCH, 0
+    return _DEFAULT_ARCH, _DEFAULT_SM_COUNT
 
 
 def _problem(a, b, c, alpha, beta, out, precision, *, arch: int | None = None) -> _C.GemmProblem:

@@ -50,6 +50,16 @@ def test_plan_on_meta_tensors():
     assert pg.plan(wide[:, ::2], b, arch=90)["kernel"] == "fallback"
 
 
+def test_plan_without_a_gpu_sends_large_k_to_stream_k():
+    """Planned for an H100's 132 SMs: the large-K workload (4 output tiles) goes to a stream-K
+    kernel, as it does on the GPU, not to a persistent kernel that would leave most SMs idle."""
+    if not any("streamk" in k["name"] and k["dtype"] == "bfloat16" for k in pg.kernels()):
+        pytest.skip("this build has no bf16 stream-K kernel")
+    a = torch.empty(256, 524288, device="meta", dtype=torch.bfloat16)
+    b = torch.empty(524288, 256, device="meta", dtype=torch.bfloat16)
+    assert "streamk" in pg.plan(a, b, arch=90)["kernel"]
+
+
 def test_can_run_gives_reasons():
     a = torch.empty(64, 32, device="meta")
     b = torch.empty(32, 16, device="meta")
