@@ -7,14 +7,7 @@ from dataclasses import dataclass
 import torch
 
 import pycutlass_gemm as pg
-from conftest import DTYPES, matrix
-
-# The workloads of problems.md at full size, as (m, n, k) and the layouts they are stored in.
-WORKLOADS = {
-    "transposed_a": (2048, 4096, 8192, "col", "row"),
-    "transposed_b": (2048, 4096, 8192, "row", "col"),
-    "large_k": (256, 256, 524288, "row", "row"),
-}
+from conftest import DTYPES, WORKLOADS, matrix
 # Not multiples of any tile; M or N of 1 and 8; K of 8 and 65536+. Each kernel runs them with
 # the extents it reads contiguously rounded up to its alignment (see aligned_shape).
 EDGE_SHAPES = [(127, 259, 200), (1, 264, 136), (264, 1, 136), (8, 8, 65544), (200, 8, 8), (8, 520, 72)]

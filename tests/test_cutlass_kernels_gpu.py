@@ -8,8 +8,8 @@ import pytest
 import torch
 
 import pycutlass_gemm as pg
-from conftest import dtype_id, gpu, matrix, poisoned, rel_error, tolerance
-from cutlass_cases import WORKLOADS, cases, cutlass_kernels
+from conftest import WORKLOADS, dtype_id, gpu, matrix, poisoned, rel_error, tolerance
+from cutlass_cases import cases, cutlass_kernels
 
 pytestmark = [pytest.mark.gpu, gpu]
 CASES = cases()

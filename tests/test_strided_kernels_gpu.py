@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import pycutlass_gemm as pg
-from conftest import dtype_id, gpu, matrix, poisoned, rel_error, tolerance
+from conftest import WORKLOADS, dtype_id, gpu, matrix, poisoned, rel_error, tolerance
 
 pytestmark = [pytest.mark.gpu, gpu]
 
@@ -53,14 +53,6 @@ def test_neither_row_nor_column_major(variant, la, lb):
 
 def test_float64_path():
     check("fallback", 65, 130, 257, "col", "row", torch.float64)
-
-
-# The workloads of problems.md: (A storage, B storage) as stored; the product uses views.
-WORKLOADS = {
-    "transposed_a": (2048, 4096, 8192, "col", "row"),
-    "transposed_b": (2048, 4096, 8192, "row", "col"),
-    "large_k": (256, 256, 524288, "row", "row"),
-}
 
 
 @pytest.mark.parametrize("workload", WORKLOADS)
