@@ -1,25 +1,22 @@
-// pybind11 wrapper: plain values in, plain values out. Python fills a
-// GemmProblem from torch tensors and allocates the workspace; nothing here
-// knows about torch.
+// pybind11 wrapper: torch tensors in as Python objects (read in torch_call.cpp, no libtorch),
+// one C++ call per launch. Outputs and workspaces come from torch's allocator through the
+// tensors' own new_empty, so they are stream-ordered and legal under CUDA graph capture.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cuda_runtime.h>
+
+#include <atomic>
 #include <stdexcept>
 
+#include "plan_cache.h"
 #include "registry.h"
+#include "torch_call.h"
 
 namespace py = pybind11;
 using namespace pycutlass_gemm;
 
 namespace {
-
-const GemmKernel& kernel_named(const std::string& name, DType dtype) {
-  const GemmKernel* k = find_kernel(name, dtype);
-  if (k == nullptr)
-    throw py::value_error("no kernel named '" + name + "' for " + dtype_name(dtype) +
-                          " inputs; pycutlass_gemm.kernels() lists them");
-  return *k;
-}
 
 py::dict kernel_dict(const KernelInfo& i) {
   py::dict d;
@@ -37,46 +34,92 @@ py::dict kernel_dict(const KernelInfo& i) {
   return d;
 }
 
+Precision precision_of(int code) { return code == 1 ? Precision::Tf32 : Precision::Ieee; }
+
+// The plan for a call; ValueError naming the problem where no kernel (or not the named one) can run it.
+std::shared_ptr<const CachedPlan> plan_or_raise(const GemmProblem& p, const std::string& variant) {
+  std::shared_ptr<const CachedPlan> plan;
+  try {
+    plan = cached_plan(p, variant);
+  } catch (const std::invalid_argument& e) {
+    throw py::value_error(e.what());
+  }
+  if (plan->kernel == nullptr) throw py::value_error("pycutlass_gemm: " + plan->error);
+  return plan;
+}
+
+void warn_once_if_not_hopper(const GemmProblem& p, const GemmKernel& k) {
+  static std::atomic<bool> warned{false};
+  if (p.sm == 90 || k.info().family != "fallback" || warned.exchange(true)) return;
+  const std::string msg = "pycutlass_gemm: this GPU is sm_" + std::to_string(p.sm) +
+                          ", the CUTLASS kernels are built for sm_90 (H100/H200); every call runs the fallback kernel";
+  if (PyErr_WarnEx(PyExc_RuntimeWarning, msg.c_str(), 2) < 0) throw py::error_already_set();
+}
+
+// Runs on `device` and puts the thread's current device back afterwards (CUTLASS sets kernel
+// attributes and launches on the current device).
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    if (previous_ != device) cudaSetDevice(device);
+  }
+  ~DeviceGuard() {
+    int now = -1;
+    if (previous_ >= 0 && cudaGetDevice(&now) == cudaSuccess && now != previous_) cudaSetDevice(previous_);
+  }
+
+ private:
+  int previous_ = -1;
+};
+
+// alpha * (a @ b) + beta * c into `out` (allocated here when None). With `torch_takes_fallback`,
+// a problem only the fallback kernel can run is not launched: None is returned and the caller
+// (pycutlass_gemm.enable()'s routing) hands it to torch.
+py::object gemm(py::handle a, py::handle b, py::handle c, py::handle out, double alpha, double beta,
+                const std::string& variant, int precision, bool deterministic, bool torch_takes_fallback) {
+  TorchCall call = read_call(a, b, c, out, alpha, beta, precision_of(precision), deterministic, Mode::Run);
+  GemmProblem& p = call.problem;
+  const bool empty = p.m == 0 || p.n == 0 || p.k == 0 || p.batch == 0;
+  std::shared_ptr<const CachedPlan> plan;
+  if (!empty || variant != "auto") {
+    plan = plan_or_raise(p, variant);  // pointers of D do not enter the plan: torch aligns to 256 bytes
+    if (torch_takes_fallback && plan->kernel->info().family == "fallback") return py::none();
+  }
+  py::object result = py::reinterpret_borrow<py::object>(out);
+  if (out.is_none()) {
+    py::tuple shape(call.out_shape.size());
+    for (size_t i = 0; i < call.out_shape.size(); ++i) shape[i] = call.out_shape[i];
+    result = a.attr("new_empty")(shape);
+    set_output(call, result, !c.is_none());
+  }
+  if (p.m == 0 || p.n == 0 || p.batch == 0) return result;
+  if (p.k == 0) {  // no products: D = beta * C
+    if (!c.is_none() && beta != 0.0) return result.attr("copy_")(c.attr("expand")(result.attr("shape"))).attr("mul_")(beta);
+    return result.attr("zero_")();
+  }
+  warn_once_if_not_hopper(p, *plan->kernel);
+  py::object workspace;
+  void* workspace_ptr = nullptr;
+  if (plan->workspace_bytes > 0) {
+    workspace = new_workspace(a, plan->workspace_bytes);
+    workspace_ptr = reinterpret_cast<void*>(workspace.attr("data_ptr")().cast<uintptr_t>());
+  }
+  p.stream = current_stream(call.device);
+  {
+    py::gil_scoped_release release;  // the launch is asynchronous; other Python threads may run
+    DeviceGuard guard(call.device);
+    plan->kernel->run(p, workspace_ptr);
+  }
+  return result;  // the workspace goes back to torch's allocator, ordered on this stream
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
-  m.doc() = "pycutlass_gemm core: kernel registry, problem description and launches";
+  m.doc() = "pycutlass_gemm core: kernel registry, argument checks, plan cache and launches";
 
-  py::enum_<DType>(m, "DType")
-      .value("float32", DType::F32)
-      .value("float16", DType::F16)
-      .value("bfloat16", DType::BF16)
-      .value("float64", DType::F64);
-  py::enum_<Precision>(m, "Precision").value("ieee", Precision::Ieee).value("tf32", Precision::Tf32);
-
-  py::class_<MatrixRef>(m, "MatrixRef")
-      .def(py::init([](uintptr_t ptr, int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride,
-                       int64_t batch_stride) {
-             return MatrixRef{reinterpret_cast<const void*>(ptr), rows, cols, row_stride, col_stride, batch_stride};
-           }),
-           py::arg("ptr"), py::arg("rows"), py::arg("cols"), py::arg("row_stride"), py::arg("col_stride"),
-           py::arg("batch_stride") = 0)
-      .def_property_readonly("layout", [](const MatrixRef& r) { return layout_name(r.layout()); })
-      .def_property_readonly("ld", [](const MatrixRef& r) { return r.ld(r.layout()); });
-
-  py::class_<GemmProblem>(m, "GemmProblem")
-      .def(py::init<>())
-      .def_readwrite("m", &GemmProblem::m)
-      .def_readwrite("n", &GemmProblem::n)
-      .def_readwrite("k", &GemmProblem::k)
-      .def_readwrite("batch", &GemmProblem::batch)
-      .def_readwrite("a", &GemmProblem::a)
-      .def_readwrite("b", &GemmProblem::b)
-      .def_readwrite("c", &GemmProblem::c)
-      .def_readwrite("d", &GemmProblem::d)
-      .def_readwrite("dtype", &GemmProblem::dtype)
-      .def_readwrite("precision", &GemmProblem::precision)
-      .def_readwrite("alpha", &GemmProblem::alpha)
-      .def_readwrite("beta", &GemmProblem::beta)
-      .def_readwrite("deterministic", &GemmProblem::deterministic)
-      .def_readwrite("sm", &GemmProblem::sm)
-      .def_readwrite("sm_count", &GemmProblem::sm_count)
-      .def_readwrite("stream", &GemmProblem::stream);
+  m.def("bind_torch", &bind_torch, "Hands over the torch objects the checks use (called once at import).");
 
   m.def("kernels", [] {
     py::list out;
@@ -88,25 +131,42 @@ PYBIND11_MODULE(_C, m) {
     return layout_name(MatrixRef{nullptr, rows, cols, row_stride, col_stride, 0}.layout());
   }, "'row', 'col' or 'any' (neither) for a matrix with these extents and strides.");
 
-  m.def("plan", [](const GemmProblem& p) -> py::tuple {
-    Plan plan_ = plan(p);
-    if (plan_.kernel == nullptr) return py::make_tuple(py::none(), plan_.reason);
-    return py::make_tuple(plan_.kernel->info().name, plan_.reason);
-  }, "(kernel name or None, reason): what variant='auto' runs for this problem.");
+  m.def("gemm", &gemm, py::arg("a"), py::arg("b"), py::arg("c"), py::arg("out"), py::arg("alpha"), py::arg("beta"),
+        py::arg("variant"), py::arg("precision"), py::arg("deterministic"), py::arg("torch_takes_fallback") = false,
+        "Checks, plans (cached) and launches alpha * (a @ b) + beta * c; returns the output.");
 
-  m.def("can_implement", [](const std::string& name, const GemmProblem& p) {
-    return kernel_named(name, p.dtype).can_implement(p);
+  m.def("check", [](py::handle a, py::handle b, py::handle c, py::handle out, double alpha, double beta,
+                    const std::string& variant, int precision) {
+    TorchCall call = read_call(a, b, c, out, alpha, beta, precision_of(precision), true, Mode::Trace);
+    if (variant != "auto") plan_or_raise(call.problem, variant);
+    return call.out_shape;
+  }, "The checks of gemm() on fake or meta tensors (what torch.compile traces): the output shape, or the error.");
+
+  m.def("plan", [](py::handle a, py::handle b, py::handle c, py::handle out, double beta, int precision,
+                   bool deterministic, int arch) -> py::tuple {
+    TorchCall call = read_call(a, b, c, out, 1.0, beta, precision_of(precision), deterministic, Mode::Plan, arch);
+    std::shared_ptr<const CachedPlan> plan = cached_plan(call.problem, "auto");
+    if (plan->kernel == nullptr) return py::make_tuple(py::none(), plan->error);
+    return py::make_tuple(plan->kernel->info().name, plan->reason);
+  }, "(kernel name or None, reason): what variant='auto' runs for these operands.");
+
+  m.def("can_implement", [](const std::string& name, py::handle a, py::handle b, py::handle c, py::handle out,
+                            double beta, int precision, int arch) {
+    TorchCall call = read_call(a, b, c, out, 1.0, beta, precision_of(precision), true, Mode::Plan, arch);
+    const GemmKernel* k = find_kernel(name, call.problem.dtype);
+    if (k == nullptr)
+      throw py::value_error("no kernel named '" + name + "' for " + dtype_name(call.problem.dtype) +
+                            " inputs; pycutlass_gemm.kernels() lists them");
+    return k->can_implement(call.problem);
   }, "'' if the named kernel can run the problem, else the reason it cannot.");
 
-  m.def("workspace_size", [](const std::string& name, const GemmProblem& p) {
-    return kernel_named(name, p.dtype).workspace_size(p);
-  });
-
-  m.def("run", [](const std::string& name, const GemmProblem& p, uintptr_t workspace) {
-    const GemmKernel& k = kernel_named(name, p.dtype);
-    std::string why = k.can_implement(p);
-    if (!why.empty()) throw py::value_error("kernel '" + name + "' cannot implement this problem: " + why);
-    py::gil_scoped_release release;  // launches are asynchronous; let other threads run
-    k.run(p, reinterpret_cast<void*>(workspace));
-  }, py::arg("name"), py::arg("problem"), py::arg("workspace") = 0);
+  m.def("plan_key", [](py::handle a, py::handle b, py::handle c, py::handle out, double beta, int precision,
+                       bool deterministic, const std::string& variant) {
+    TorchCall call = read_call(a, b, c, out, 1.0, beta, precision_of(precision), deterministic, Mode::Plan);
+    const PlanKey k = plan_key(call.problem, variant);
+    return py::make_tuple(k.m, k.n, k.k, k.batch, k.a, k.b, k.c, k.d, k.sm, k.sm_count, k.dtype, k.precision,
+                          k.deterministic, k.beta_nonzero, k.variant);
+  }, "The plan cache's key for these operands (for tests).");
+  m.def("plan_cache_size", &plan_cache_size);
+  m.def("clear_plan_cache", &clear_plan_cache);
 }

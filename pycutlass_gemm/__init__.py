@@ -2,11 +2,13 @@
 
 ``gemm(a, b)`` reads each operand's layout from its strides and runs a kernel built for that
 layout, so ``gemm(A.T, B)`` costs no transpose. ``kernels()`` lists the registry, ``plan()`` says
-what ``variant="auto"`` would run and why, ``matmul`` is the torch.matmul-shaped entry.
+what ``variant="auto"`` would run and why, ``matmul`` is the torch.matmul-shaped entry, and
+``enable()`` routes an unmodified torch model's matrix products through the package.
 """
 
-from .gemm import can_run, default_precision, kernels, layout_of, plan
-from .ops import gemm, matmul
+from .gemm import gemm, matmul
+from .launch import can_run, default_precision, kernels, layout_of, plan
+from .routing import disable, enable
 
-__all__ = ["can_run", "default_precision", "gemm", "kernels", "layout_of", "matmul", "plan"]
+__all__ = ["can_run", "default_precision", "disable", "enable", "gemm", "kernels", "layout_of", "matmul", "plan"]
 __version__ = "0.1.0"

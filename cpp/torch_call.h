@@ -1,0 +1,54 @@
+// One call's torch tensors, read and checked without libtorch: through the Python attributes
+// every torch.Tensor has (shape, stride(), dtype, is_cuda, data_ptr()), in C++, so the per-call
+// checks cost what the attribute reads cost and no pybind objects are built.
+//
+// The same checks serve three callers, so a traced call raises what the real one raises:
+//  - Mode::Run:   a real call; CUDA tensors required, pointers read.
+//  - Mode::Trace: the op's fake implementation (torch.compile, meta tensors): no pointers;
+//                 CUDA or meta tensors.
+//  - Mode::Plan:  plan() / can_run(): any device; tensors off the GPU are planned for `arch`.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "gemm_problem.h"
+
+namespace pycutlass_gemm {
+
+namespace py = pybind11;
+
+// The torch objects the checks compare against and call, handed over once at import.
+void bind_torch(py::handle tensor_type, py::handle float32, py::handle float16, py::handle bfloat16,
+                py::handle float64, py::handle uint8, py::handle current_raw_stream);
+
+enum class Mode { Run, Trace, Plan };
+
+struct TorchCall {
+  GemmProblem problem;            // D not filled in when the call allocates it (out is None)
+  std::vector<int64_t> out_shape;  // (m, n) or (batch, m, n)
+  int device = -1;                 // CUDA device index of a and b (-1: not a CUDA tensor)
+};
+
+// Checks the arguments and describes the problem; raises TypeError / ValueError naming what is
+// wrong. `arch` (Plan mode, e.g. 90; 0: the device's own) plans tensors that are not on a GPU.
+TorchCall read_call(py::handle a, py::handle b, py::handle c, py::handle out, double alpha, double beta,
+                    Precision precision, bool deterministic, Mode mode, int arch = 0);
+
+// D (and C when absent) once the output exists: a tensor made by torch for this call.
+void set_output(TorchCall& call, py::handle out, bool has_c);
+
+// (compute capability as 90, multiprocessor count) of CUDA device `index`, read once per device;
+// {0, 0} where there is no such device or no driver.
+std::pair<int, int> device_props(int index);
+
+// The current torch stream of `device`, as a cudaStream_t value.
+uintptr_t current_stream(int device);
+
+// A new uint8 CUDA tensor of `bytes` on a's device from torch's allocator (stream-ordered, legal
+// under CUDA graph capture).
+py::object new_workspace(py::handle a, size_t bytes);
+
+}  // namespace pycutlass_gemm

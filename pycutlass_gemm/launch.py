@@ -1,0 +1,125 @@
+"""From torch tensors to a launch: the registry, planning, and the one C++ call per launch.
+
+A matrix's layout is read from its strides: ``A.T`` of a row-major tensor is a column-major
+matrix, and that is a choice of kernel, never a copy. The C++ core (``pycutlass_gemm._C``) is the
+single source of truth for which kernels exist and which one ``variant="auto"`` runs; it reads the
+tensors' shapes, strides, dtypes and pointers itself, checks the arguments, looks the plan up in a
+cache and launches, all in one call: the Python here only turns torch's settings (precision,
+determinism) into plain values. ``gemm.py`` adds autograd, ``library.py`` the torch op.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+try:
+    from . import _C
+except ImportError as e:  # the usual cause: running from the source tree, which has no built _C
+    raise ImportError(
+        f"pycutlass_gemm's compiled core could not be imported from {os.path.dirname(__file__)} ({e}). "
+        "Install the package (pip install .) and run from outside the source tree."
+    ) from e
+
+_C.bind_torch(torch.Tensor, torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.uint8,
+              torch._C._cuda_getCurrentRawStream if hasattr(torch._C, "_cuda_getCurrentRawStream") else None)
+
+PRECISIONS = ("ieee", "tf32")
+# The variant enable()'s routing runs: "auto", except that a problem only the fallback kernel
+# could run goes to torch instead (the fallback is the oracle, not faster than cuBLAS).
+AUTO_OR_TORCH = "auto_or_torch"
+_PRECISION_CODE = {"ieee": 0, "tf32": 1}  # _C's Precision values
+
+
+def kernels() -> list[dict]:
+    """Every registered kernel: name, family, dtype, math, layout_a/layout_b ("row", "col" or "any"),
+    sm_min/sm_max, tile, alignment (elements) and priority (auto prefers larger)."""
+    return _C.kernels()
+
+
+def layout_of(t: torch.Tensor) -> str:
+    """"row" or "col": how the elements of a 2-D tensor lie in memory. Works on any device, meta too.
+
+    Raises ValueError for a view that is neither (e.g. ``x[:, ::2]``); ``gemm`` runs such inputs
+    on the fallback kernel through their strides."""
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"t must be a torch.Tensor, got {type(t).__name__}")
+    if t.dim() != 2:
+        raise ValueError(f"t must be 2-D, got {t.dim()}-D with shape {tuple(t.shape)}")
+    layout = _C.layout(t.shape[0], t.shape[1], t.stride(0), t.stride(1))
+    if layout == "any":
+        raise ValueError(f"tensor of shape {tuple(t.shape)} and strides {t.stride()} is neither row- nor column-major")
+    return layout
+
+
+def default_precision() -> str:
+    """The fp32 precision torch.matmul would use now: "tf32" if torch allows TF32 for matmul
+    (torch.backends.cuda.matmul.fp32_precision / allow_tf32 / set_float32_matmul_precision)."""
+    matmul = torch.backends.cuda.matmul
+    for setting in (getattr(matmul, "fp32_precision", None), getattr(torch.backends, "fp32_precision", None)):
+        if setting in PRECISIONS:
+            return setting
+    try:
+        return "tf32" if matmul.allow_tf32 else "ieee"
+    except RuntimeError:  # torch refuses to read the legacy flag once the new API was used
+        return "ieee" if torch.get_float32_matmul_precision() == "highest" else "tf32"
+
+
+def precision_code(a, precision: str | None) -> int:
+    """_C's code for `precision`; None follows torch's switch (read only for float32 inputs)."""
+    if precision is None:
+        if getattr(a, "dtype", None) is not torch.float32:
+            return 0
+        precision = default_precision()
+    code = _PRECISION_CODE.get(precision)
+    if code is None:
+        raise ValueError(f"precision must be 'ieee', 'tf32' or None, got {precision!r}")
+    return code
+
+
+def plan(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None, *, beta: float = 0.0,
+         out: torch.Tensor | None = None, precision: str | None = None, arch: int | None = None) -> dict:
+    """What ``gemm(a, b, c, beta=beta, out=out)`` with ``variant="auto"`` would run, without running
+    it: ``{"kernel": name or None, "reason": str}``.
+
+    Works on meta and CPU tensors; ``arch`` (e.g. 90) defaults to the current CUDA device's
+    compute capability, or 90 without one; tensors not on a GPU are planned for 132 SMs."""
+    name, reason = _C.plan(a, b, c, out, float(beta), precision_code(a, precision),
+                           torch.are_deterministic_algorithms_enabled(), arch or 0)
+    return {"kernel": name, "reason": reason}
+
+
+def can_run(name: str, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None, *, beta: float = 0.0,
+            out: torch.Tensor | None = None, precision: str | None = None, arch: int | None = None) -> str:
+    """"" if kernel ``name`` can compute ``a @ b`` (into ``out``), else the reason it cannot."""
+    return _C.can_implement(name, a, b, c, out, float(beta), precision_code(a, precision), arch or 0)
+
+
+def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None, *, alpha: float = 1.0,
+           beta: float = 0.0, variant: str = "auto", out: torch.Tensor | None = None,
+           precision: str | None = None) -> torch.Tensor:
+    """``alpha * (a @ b) + beta * c`` on the GPU, no autograd: what ``gemm`` runs (see there)."""
+    if variant == AUTO_OR_TORCH:
+        result = _C.gemm(a, b, c, out, float(alpha), float(beta), "auto", precision_code(a, precision),
+                         torch.are_deterministic_algorithms_enabled(), True)
+        return _torch_product(a, b, c, alpha, beta, out) if result is None else result
+    return _C.gemm(a, b, c, out, float(alpha), float(beta), variant, precision_code(a, precision),
+                   torch.are_deterministic_algorithms_enabled())
+
+
+def _torch_product(a, b, c, alpha, beta, out):
+    """What AUTO_OR_TORCH hands to torch (no kernel of ours but the fallback would take it)."""
+    result = torch.matmul(a, b)
+    if alpha != 1.0:
+        result.mul_(alpha)
+    if c is not None and beta != 0.0:
+        result.add_(c, alpha=beta)
+    return result if out is None else out.copy_(result)
+
+
+def check(a, b, c, alpha: float, beta: float, variant: str, precision: str | None) -> list[int]:
+    """The checks ``launch`` makes, on fake or meta tensors (torch.compile's tracing): the output
+    shape, or the same TypeError / ValueError the real call raises."""
+    variant = "auto" if variant == AUTO_OR_TORCH else variant
+    return _C.check(a, b, c, None, float(alpha), float(beta), variant, precision_code(a, precision))

@@ -1,0 +1,120 @@
+"""The per-call path without a GPU: the fake implementation's checks, the plan cache's key, and
+enable()'s routing passing through what it does not take."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import pycutlass_gemm as pg
+from pycutlass_gemm import _C
+
+OP = torch.ops.pycutlass_gemm.gemm.default
+
+
+def meta(*shape, dtype=torch.float32):
+    return torch.empty(*shape, device="meta", dtype=dtype)
+
+
+# Every bad input the real op refuses, on meta tensors: the fake implementation (what
+# torch.compile traces) must raise the same error, not return a tensor of a made-up shape.
+BAD_INPUTS = [
+    (meta(4, 5), meta(4, 5), None, {}, ValueError, "inner dimensions disagree"),
+    (meta(2, 3), meta(3, 4, dtype=torch.float16), None, {}, TypeError, "same dtype"),
+    (meta(2, 3, dtype=torch.int32), meta(3, 4, dtype=torch.int32), None, {}, TypeError, "unsupported dtype"),
+    (meta(2, 2, 3, 1), meta(3, 4), None, {}, ValueError, "must be 2-D or 3-D"),
+    (meta(2, 2, 3), meta(3, 3, 4), None, {}, ValueError, "batch sizes disagree"),
+    (meta(2, 3), meta(3, 4), meta(3), {}, ValueError, "does not broadcast"),
+    (meta(2, 3), meta(3, 4), meta(2, 4, dtype=torch.float16), {}, TypeError, "c must have dtype"),
+    (meta(2, 3), meta(3, 4), None, {"precision": "fp8"}, ValueError, "precision must be"),
+    (meta(2, 3), meta(3, 4), None, {"variant": "nope"}, ValueError, "no kernel named 'nope'"),
+    (meta(0, 3), meta(3, 4), None, {"variant": "nope"}, ValueError, "no kernel named 'nope'"),
+]
+
+
+@pytest.mark.parametrize("a, b, c, kwargs, error, match", BAD_INPUTS)
+def test_fake_implementation_raises_what_the_op_raises(a, b, c, kwargs, error, match):
+    args = (a, b, c, 1.0, 0.0, kwargs.get("variant", "auto"), kwargs.get("precision", ""))
+    with pytest.raises(error, match=match):
+        OP(*args)
+
+
+@pytest.mark.parametrize("a, b, c, kwargs, error, match", [case for case in BAD_INPUTS if "variant" not in case[3]])
+def test_real_call_raises_the_same_on_cpu_tensors(a, b, c, kwargs, error, match):
+    """(A kernel name is looked up after the CUDA check: on CPU tensors that check answers first.)"""
+    cpu = lambda t: None if t is None else torch.empty(t.shape, dtype=t.dtype)
+    with pytest.raises(error, match=match):
+        pg.gemm(cpu(a), cpu(b), cpu(c), **kwargs)
+
+
+def test_fake_implementation_rejects_cpu_tensors_like_the_op():
+    with pytest.raises(ValueError, match="needs CUDA tensors"):
+        OP(torch.ones(2, 3), torch.ones(3, 4), None, 1.0, 0.0, "auto", "")
+
+
+def test_fake_shapes_under_torch_compile_tracing():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        a, b = torch.empty(5, 7, device="meta"), torch.empty(7, 3, device="meta")
+        assert OP(a, b, None, 1.0, 0.0, "auto", "ieee").shape == (5, 3)
+        with pytest.raises(ValueError, match="inner dimensions disagree"):
+            OP(a, a, None, 1.0, 0.0, "auto", "ieee")
+
+
+def key(a, b, c=None, beta=0.0, precision=0, deterministic=False, variant="auto"):
+    return _C.plan_key(a, b, c, None, beta, precision, deterministic, variant)
+
+
+def test_plan_cache_key_changes_with_what_decides_the_kernel():
+    storage = torch.empty(4096 + 64)
+    a = storage[: 64 * 32].view(64, 32)
+    b = torch.empty(32, 48)
+    base = key(a, b)
+    assert key(torch.empty(64, 32), torch.empty(32, 48)) == base, "pointers alone must not change the key"
+    different = {
+        "stride (column-major A)": key(torch.empty(32, 64).T, b),
+        "leading dimension": key(storage[: 64 * 33].view(64, 33)[:, :32], b),  # 132 bytes: 4-byte aligned
+        "pointer alignment": key(storage[1: 1 + 64 * 32].view(64, 32), b),
+        "dtype": key(a.half(), b.half()),
+        "precision": key(a, b, precision=1),
+        "determinism": key(a, b, deterministic=True),
+        "beta != 0": key(a, b, torch.empty(64, 48), beta=1.0),
+        "shape": key(torch.empty(64, 16), torch.empty(16, 48)),
+        "variant": key(a, b, variant="fallback"),
+    }
+    for what, k in different.items():
+        assert k != base, f"a changed {what} must give a different plan key"
+
+
+def test_empty_problem_with_a_named_kernel_that_cannot_run_it_raises():
+    # The fallback is built for every dtype, so name one that exists for no dtype of these inputs.
+    with pytest.raises(ValueError, match="no kernel named"):
+        OP(meta(0, 3, dtype=torch.float64), meta(3, 4, dtype=torch.float64), None, 1.0, 0.0, "simt_f32_rr_x", "")
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_enable_passes_through_what_it_does_not_take(device):
+    x, w = torch.randn(8, 16, device=device), torch.randn(4, 16, device=device)
+    bias = torch.randn(4, device=device)
+    expected = None if device == "meta" else (x @ w.T, F.linear(x, w, bias), torch.addmm(bias, x, w.T))
+    with pg.enable():
+        got = (x @ w.T, F.linear(x, w, bias), torch.addmm(bias, x, w.T))
+        relu = torch.relu(x)  # not a product: torch's own, unchanged
+    assert relu.shape == x.shape
+    for g, e in zip(got, expected or got):
+        assert g.shape == e.shape and g.device.type == device
+        if expected is not None:
+            assert torch.equal(g, e)
+
+
+def test_enable_and_disable_nest():
+    from torch.overrides import _get_current_function_mode_stack
+
+    depth = len(_get_current_function_mode_stack())
+    pg.enable()
+    with pg.enable():
+        assert len(_get_current_function_mode_stack()) == depth + 2
+    assert len(_get_current_function_mode_stack()) == depth + 1
+    pg.disable()
+    assert len(_get_current_function_mode_stack()) == depth
+    pg.disable()  # nothing on: a no-op

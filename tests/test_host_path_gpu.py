@@ -1,0 +1,160 @@
+"""The per-call path on the GPU: enable() on torch.nn models (results and gradients against plain
+torch), compile under enable(), other devices, side streams, threads, errors before launch."""
+
+import threading
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import pycutlass_gemm as pg
+from conftest import HAS_CUDA, matrix, rel_error, tolerance
+
+pytestmark = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
+
+
+def rel(x, ref):
+    return float(torch.linalg.vector_norm(x.double() - ref.double()) / torch.linalg.vector_norm(ref.double()))
+
+
+def mlp(dtype):
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 128, bias=False),
+                               torch.nn.ReLU(), torch.nn.Linear(128, 64)).to("cuda", dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_enable_runs_a_torch_nn_model_like_torch(dtype):
+    model = mlp(dtype)
+    x = torch.randn(384, 256, device="cuda", dtype=dtype)
+    y_torch = model(x)
+    y_torch.float().square().mean().backward()
+    grads_torch = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    with pg.enable():
+        y_pg = model(x)
+        y_pg.float().square().mean().backward()
+    assert torch.isfinite(y_pg).all()
+    assert rel(y_pg, y_torch) < 1e-2
+    for p, g in zip(model.parameters(), grads_torch):
+        assert rel(p.grad, g) < 2e-2, p.shape
+
+
+def test_enable_routes_products_through_the_package(monkeypatch):
+    import pycutlass_gemm.routing as routing
+
+    calls = []
+    original = routing.gemm
+    monkeypatch.setattr(routing, "gemm", lambda *a, **k: calls.append(a) or original(*a, **k))
+    a = torch.randn(64, 32, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(32, 48, device="cuda", dtype=torch.bfloat16)
+    with pg.enable():
+        results = [a @ b, torch.mm(a, b), torch.matmul(a, b), torch.bmm(a[None], b[None])[0],
+                   F.linear(a, b.T)]
+        torch.addmm(torch.randn(64, 48, device="cuda", dtype=torch.bfloat16), a, b)
+    assert len(calls) == 6
+    for r in results:
+        assert rel(r, a.double() @ b.double()) < 1e-2
+
+
+def test_compile_under_enable_has_no_graph_break():
+    torch._dynamo.reset()
+    model = mlp(torch.bfloat16)
+    x = torch.randn(128, 256, device="cuda", dtype=torch.bfloat16)
+    expected = model(x)
+    with pg.enable():
+        compiled = torch.compile(model, fullgraph=True)
+        got = compiled(x)
+    assert rel(got, expected) < 1e-2
+
+
+def test_side_stream():
+    a, b = (matrix(512, 384, "row", torch.bfloat16), matrix(384, 640, "col", torch.bfloat16))
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(2_000_000)  # if the kernel ran on another stream it would finish first
+        out = pg.gemm(a, b)
+        done = torch.cuda.Event()
+        done.record(side)
+    done.synchronize()
+    assert rel_error(out, a, b) < tolerance(torch.bfloat16, "ieee", 384)
+
+
+def test_threads():
+    errors = []
+
+    def work(seed):
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        for i in range(20):
+            m, n, k = 128 + 64 * (i % 3), 256 + 8 * seed, 512
+            a = matrix(m, k, "row" if i % 2 else "col", torch.bfloat16, generator=g)
+            b = matrix(k, n, "col" if seed % 2 else "row", torch.bfloat16, generator=g)
+            out = pg.gemm(a, b)
+            torch.cuda.current_stream().synchronize()
+            err = rel_error(out, a, b)
+            if not err < tolerance(torch.bfloat16, "ieee", k):
+                errors.append((seed, i, err))
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_second_device():
+    with torch.cuda.device(1):
+        a = matrix(256, 512, "col", torch.bfloat16, device="cuda:1")
+        b = matrix(512, 384, "row", torch.bfloat16, device="cuda:1")
+    # called with device 0 current: the package must launch on the operands' device
+    out = pg.gemm(a, b)
+    assert out.device == torch.device("cuda:1")
+    assert rel_error(out, a, b) < tolerance(torch.bfloat16, "ieee", 512)
+    with torch.cuda.device(1), torch.cuda.stream(torch.cuda.Stream(1)):
+        out2 = pg.gemm(a, b, precision="ieee")
+    torch.cuda.synchronize(1)
+    assert rel_error(out2, a, b) < tolerance(torch.bfloat16, "ieee", 512)
+
+
+def test_named_kernel_that_cannot_run_an_empty_problem_raises():
+    a, b = torch.empty(0, 64, device="cuda"), torch.empty(64, 32, device="cuda")
+    bf16_kernel = next((k["name"] for k in pg.kernels() if k["dtype"] == "bfloat16" and k["family"] != "fallback"
+                        and k["family"] != "naive"), None)
+    if bf16_kernel is None:
+        pytest.skip("no CUTLASS kernel built")
+    strided = torch.empty(0, 128, device="cuda", dtype=torch.bfloat16)[:, ::2]
+    with pytest.raises(ValueError, match="cannot implement"):
+        pg.gemm(strided, b.bfloat16(), variant=bf16_kernel)
+    assert pg.gemm(a, b, variant="fallback").shape == (0, 32)
+
+
+def test_compile_raises_shape_errors_while_tracing():
+    torch._dynamo.reset()
+    f = torch.compile(lambda a, b: pg.gemm(a, b) * 2, fullgraph=True)
+    a = torch.randn(4, 5, device="cuda")
+    with pytest.raises(Exception, match="inner dimensions disagree"):
+        f(a, a)
+
+
+def test_plan_cache_is_reused():
+    a, b = torch.randn(256, 128, device="cuda", dtype=torch.bfloat16), torch.randn(128, 64, device="cuda",
+                                                                                     dtype=torch.bfloat16)
+    pg.gemm(a, b)
+    size = pg.launch._C.plan_cache_size()
+    for _ in range(3):
+        pg.gemm(torch.randn_like(a), torch.randn_like(b))
+    assert pg.launch._C.plan_cache_size() == size
+
+
+def test_bad_input_leaves_the_context_usable():
+    a = torch.randn(64, 32, device="cuda")
+    with pytest.raises(ValueError):
+        pg.gemm(a, torch.randn(33, 16, device="cuda"))
+    with pytest.raises(ValueError, match="overlaps"):
+        pg.gemm(a, torch.randn(32, 64, device="cuda"), out=a)
+    out = pg.gemm(a, torch.randn(32, 16, device="cuda"))
+    torch.cuda.synchronize()
+    assert torch.isfinite(out).all()
