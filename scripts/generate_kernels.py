@@ -30,23 +30,29 @@ SCHEDULE = {  # short name: (mainloop schedule, epilogue schedule, words)
 }
 SCHEDULER = {"persistent": "cutlass::gemm::PersistentScheduler", "streamk": "cutlass::gemm::StreamKScheduler"}
 # Auto dispatch: large-tile persistent first (it ranks itself at 80, below stream-K, on
-# few-tile long-K problems: CutlassSm90Gemm::priority), then stream-K, then SIMT fp32
-# (the fallback is 0).
+# few-tile long-K problems: CutlassSm90Gemm::priority), then stream-K, then the SM80 tensor-op
+# kernels for 16-bit operands that TMA cannot load (unaligned), then SIMT fp32 (the fallback is 0).
 PRIORITY = {"persistent": 100, "streamk": 90, "splitk": 50}
+SM80_PRIORITY = 70
 
 
 @dataclass(frozen=True)
 class Kernel:
-    family: str          # "sm90" or "simt"
-    dtype: str           # bf16, f16, tf32 (sm90); f32 (simt)
+    family: str          # "sm90", "sm80" (2.x tensor op, any alignment) or "simt"
+    dtype: str           # bf16, f16, tf32 (sm90); bf16, f16 (sm80); f32 (simt)
     layout_a: str        # r / c: the user's A (m x k)
     layout_b: str        # r / c: the user's B (k x n)
     tile: tuple          # (M, N, K) thread-block tile
     cluster: tuple = (1, 1)
     schedule: str = "coop"
-    scheduler: str = "persistent"   # persistent / streamk (sm90); splitk (simt)
-    warp: tuple = (32, 64, 8)       # simt only
-    stages: int = 4                 # simt only
+    scheduler: str = "persistent"   # persistent / streamk (sm90); splitk (simt, sm80)
+    warp: tuple = (32, 64, 8)       # simt, sm80
+    stages: int = 4                 # simt, sm80 (2: register-staged mainloop; >= 3: cp.async)
+    alignment: int = 1              # sm80 only: elements, for A, B, C and D
+
+    @property
+    def priority(self):
+        return SM80_PRIORITY if self.family == "sm80" else PRIORITY[self.scheduler]
 
     @property
     def transposed(self):
@@ -60,6 +66,9 @@ class Kernel:
         t = "x".join(map(str, self.tile))
         if self.family == "simt":
             return f"simt_{self.dtype}_{self.layout_a}{self.layout_b}_{t}_{self.scheduler}"
+        if self.family == "sm80":  # the warp tile is spelled only when it is not 64x64
+            w = "" if self.warp[:2] == (64, 64) else "_w" + "x".join(map(str, self.warp[:2]))
+            return f"sm80_{self.dtype}_{self.layout_a}{self.layout_b}_{t}{w}_a{self.alignment}_s{self.stages}"
         c = "x".join(map(str, self.cluster))
         return f"sm90_{self.dtype}_{self.layout_a}{self.layout_b}_{t}_c{c}_{self.schedule}_{self.scheduler}"
 
@@ -73,6 +82,11 @@ class Kernel:
         if self.family == "simt":
             w = "x".join(map(str, self.warp))
             return f"{t} warp {w} {self.stages} stages serial split-K"
+        if self.family == "sm80":
+            w = "x".join(map(str, self.warp))
+            mainloop = "register-staged" if self.stages == 2 else "cp.async"
+            return (f"{t} warp {w} mma 16x8x16 {self.stages} stages {mainloop} alignment {self.alignment} "
+                    f"serial split-K")
         c = "x".join(map(str, self.cluster + (1,)))
         words = f"{t} c{c} {SCHEDULE[self.schedule][2]} {'stream-K' if self.scheduler == 'streamk' else 'persistent'}"
         return words + (" (as D^T = B^T A^T)" if self.transposed else "")
@@ -83,6 +97,10 @@ class Kernel:
             return (f"CutlassSimtGemm<{LAYOUT[self.layout_a]}, {LAYOUT[self.layout_b]}, "
                     f"cutlass::gemm::GemmShape<{', '.join(map(str, self.tile))}>, "
                     f"cutlass::gemm::GemmShape<{', '.join(map(str, self.warp))}>, {self.stages}>")
+        if self.family == "sm80":
+            return (f"CutlassSm80Gemm<{ELEMENT[self.dtype]}, {LAYOUT[self.layout_a]}, {LAYOUT[self.layout_b]},\n"
+                    f"    cutlass::gemm::GemmShape<{', '.join(map(str, self.tile))}>, "
+                    f"cutlass::gemm::GemmShape<{', '.join(map(str, self.warp))}>, {self.stages}, {self.alignment}>")
         mainloop, epilogue, _ = SCHEDULE[self.schedule]
         shape = lambda xs: "cute::Shape<" + ", ".join(f"cute::_{x}" for x in xs) + ">"
         return (f"CutlassSm90Gemm<{ELEMENT[self.dtype]}, {LAYOUT[self.layout_a]}, {LAYOUT[self.layout_b]},\n"
@@ -91,8 +109,9 @@ class Kernel:
                 f"    {SCHEDULER[self.scheduler]}, {'true' if self.transposed else 'false'}>")
 
     def source(self):
-        header = "cutlass_simt_gemm.cuh" if self.family == "simt" else "cutlass_sm90_gemm.cuh"
-        args = f'"{self.name}", "{self.description}", {PRIORITY[self.scheduler]}'
+        header = {"simt": "cutlass_simt_gemm.cuh", "sm80": "cutlass_sm80_gemm.cuh"}.get(self.family,
+                                                                                     "cutlass_sm90_gemm.cuh")
+        args = f'"{self.name}", "{self.description}", {self.priority}'
         return (f"{MARKER}\n#include \"{header}\"\n\nnamespace pycutlass_gemm {{\n\n"
                 f"using Kernel_{self.name} = {self.kernel_type};\n\n"
                 f"const GemmKernel* make_{self.name}() {{\n"
@@ -113,9 +132,19 @@ def all_kernels():
         # 0.47); for bf16 the two were within noise (0.22 ms either way).
         sk_tile = (128, 256, k) if dtype == "tf32" else (128, 128, k)
         kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], sk_tile, (1, 1), "coop", "streamk"))
+    # bf16 / f16 operands TMA cannot load (pointers, leading dimensions or rows not 16-byte
+    # multiples): CUTLASS 2.x tensor op, element alignment, register-staged 2-stage mainloop
+    # (cp.async cannot move 2 bytes). See cpp/cutlass_sm80_gemm.cuh for the choices.
+    for dtype, la_lb in itertools.product(["bf16", "f16"], LAYOUTS):
+        kernels.append(sm80(dtype, la_lb))
     for la_lb in LAYOUTS:
         kernels.append(Kernel("simt", "f32", la_lb[0], la_lb[1], (128, 128, 8), scheduler="splitk"))
     return kernels
+
+
+def sm80(dtype, la_lb, tile=(128, 128, 32), warp=(64, 64, 32), stages=2, alignment=1):
+    return Kernel("sm80", dtype, la_lb[0], la_lb[1], tile, scheduler="splitk", warp=warp, stages=stages,
+                  alignment=alignment)
 
 
 def tuning_kernels():
@@ -130,6 +159,15 @@ def tuning_kernels():
         Kernel("sm90", "tf32", "c", "r", (128, 128, 32), (1, 1), "pingpong", "persistent"),
         Kernel("sm90", "tf32", "c", "r", (256, 128, 32), (2, 1), "coop", "persistent"),
         Kernel("sm90", "tf32", "c", "r", (128, 256, 32), (1, 1), "coop", "persistent"),
+    ] + [  # unaligned bf16 (tracker issue 10: 1000x3000x777 rr, 2048x1001x2048 rr): other tiles of the
+        # alignment-1 register-staged kernel: 128x256 / 256x128 with 8 warps of 64x64; warp tiles of
+        # 64x32 / 32x64 (162 / 182 registers instead of 255, so more warps per SM)
+        sm80("bf16", "rr", (128, 256, 32), (64, 64, 32)), sm80("bf16", "rr", (256, 128, 32), (64, 64, 32)),
+        sm80("bf16", "rr", (128, 128, 32), (64, 32, 32)), sm80("bf16", "rr", (64, 128, 32), (32, 64, 32)),
+        sm80("bf16", "rr", (128, 64, 32), (64, 32, 32)),
+    ] + [  # 4- and 8-byte aligned bf16: cp.async multistage (CUTLASS generator: GenerateSM80_TensorOp_16816)
+        sm80("bf16", "rr", (128, 128, 32), (64, 64, 32), stages=4, alignment=2),
+        sm80("bf16", "rr", (128, 128, 32), (64, 64, 32), stages=4, alignment=4),
     ]
 
 
@@ -158,6 +196,7 @@ def main(argv=None):
     parser.add_argument("--tuning", action="store_true", help="also the candidates of tuning_kernels()")
     args = parser.parse_args(argv)
     kernels = all_kernels() + (tuning_kernels() if args.tuning else [])
+    assert len({k.name for k in kernels}) == len(kernels), "kernel names must be unique"
     kernels = [k for k in kernels if re.search(args.filter, k.name)]
     if args.list:
         print("\n".join(k.name for k in kernels))

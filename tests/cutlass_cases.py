@@ -7,10 +7,15 @@ from dataclasses import dataclass
 import torch
 
 import pycutlass_gemm as pg
-from conftest import DTYPES, WORKLOADS, matrix
+from conftest import DTYPES, WORKLOADS
 # Not multiples of any tile; M or N of 1 and 8; K of 8 and 65536+. Each kernel runs them with
 # the extents it reads contiguously rounded up to its alignment (see aligned_shape).
 EDGE_SHAPES = [(127, 259, 200), (1, 264, 136), (264, 1, 136), (8, 8, 65544), (200, 8, 8), (8, 520, 72)]
+# Kernels of alignment 1 (cutlass_sm80) take any pointer and leading dimension; they are run on the
+# shapes of tracker issue 10 (odd K, odd N, a vocabulary of 50257) and on operands whose first
+# element lies 1-7 elements past an aligned address, with odd leading dimensions, batched, and with
+# alpha, beta and C.
+UNALIGNED_SHAPES = [(1000, 3000, 777), (2048, 1001, 2048), (96, 50257, 264), (77, 1, 1001)]
 
 
 def aligned_shape(kernel: dict, m: int, n: int, k: int) -> tuple[int, int, int]:
@@ -31,6 +36,13 @@ class Case:
     n: int
     k: int
     pad: int  # extra elements in every leading dimension, beyond alignment
+    misalign: int = 0  # A starts this many elements past an aligned address, B one more, C two, D three
+    batch: int = 1     # > 1: 3-D operands, each batch stride one matrix plus an odd number of elements
+    beta: float = 0.0  # nonzero: D = alpha * A @ B + beta * C with a row-major C of D's strides
+
+    @property
+    def alpha(self) -> float:
+        return 0.75 if self.beta else 1.0
 
     @property
     def dtype(self) -> torch.dtype:
@@ -42,21 +54,43 @@ class Case:
 
     @property
     def id(self) -> str:
-        return f"{self.kernel['name']}-{self.m}x{self.n}x{self.k}" + (f"-pad{self.pad}" if self.pad else "")
+        return (f"{self.kernel['name']}-{self.m}x{self.n}x{self.k}" + (f"-pad{self.pad}" if self.pad else "") +
+                (f"-offset{self.misalign}" if self.misalign else "") + (f"-batch{self.batch}" if self.batch > 1 else "") +
+                (f"-beta{self.beta:g}" if self.beta else ""))
 
     def operands(self, device="cuda"):
-        """(a, b, out): fresh random inputs in the kernel's layouts and a NaN-filled out, each
-        leading dimension rounded up to the kernel's alignment and then `pad` longer."""
+        """(a, b, c, out): fresh random inputs in the kernel's layouts (c: None unless beta), and a
+        NaN-filled out, each leading dimension rounded up to the kernel's alignment and then `pad`
+        longer, each first element `misalign` (+1, +2, +3) elements past an aligned address."""
         align = self.kernel["alignment"]
         def ld_pad(extent):
             return (-extent) % align + self.pad
         la, lb = self.kernel["layout_a"], self.kernel["layout_b"]
-        a = matrix(self.m, self.k, la, self.dtype, pad=ld_pad(self.k if la == "row" else self.m), device=device)
-        b = matrix(self.k, self.n, lb, self.dtype, pad=ld_pad(self.n if lb == "row" else self.k), device=device)
-        out = matrix(self.m, self.n, "row", self.dtype, pad=ld_pad(self.n), device=device)
+        mk = lambda rows, cols, layout, offset: operand(
+            rows, cols, layout, self.dtype, pad=ld_pad(cols if layout == "row" else rows),
+            misalign=self.misalign + offset if self.misalign else 0, batch=self.batch, device=device)
+        a, b = mk(self.m, self.k, la, 0), mk(self.k, self.n, lb, 1)
+        c = mk(self.m, self.n, "row", 2) if self.beta else None
+        out = mk(self.m, self.n, "row", 3)
         if device != "meta":
             out.fill_(float("nan"))
-        return a, b, out
+        return a, b, c, out
+
+
+def operand(rows, cols, layout, dtype, *, pad=0, misalign=0, batch=1, device="cuda"):
+    """A fresh random (rows, cols) operand, or (batch, rows, cols) when batch > 1, stored `layout`
+    ("row" or "col") with its leading dimension `pad` elements longer than needed and its first
+    element `misalign` elements past an aligned address (torch's allocations are 256-byte
+    aligned); batches lie one matrix plus 3 elements apart, so batch strides are odd too."""
+    ld = (cols if layout == "row" else rows) + pad
+    strides = (ld, 1) if layout == "row" else (1, ld)
+    span = (rows - 1) * strides[0] + (cols - 1) * strides[1] + 1
+    shape = (rows, cols)
+    if batch > 1:
+        shape, strides = (batch,) + shape, (span + 3,) + strides
+        span = (batch - 1) * (span + 3) + span
+    storage = torch.randn(span + misalign, device=device, dtype=torch.float32).to(dtype)
+    return torch.as_strided(storage, shape, strides, misalign)
 
 
 def cutlass_kernels() -> list[dict]:
@@ -74,4 +108,11 @@ def cases() -> list[Case]:
             out.append(Case(kern, m, n, k, 0))
         out += [Case(kern, *aligned_shape(kern, m, n, k), 0) for m, n, k in EDGE_SHAPES]
         out.append(Case(kern, *aligned_shape(kern, 257, 131, 263), 8))  # leading dimensions longer than the rows
+        if kern["alignment"] == 1:
+            out += [Case(kern, m, n, k, 0) for m, n, k in UNALIGNED_SHAPES]
+            # Every offset of a 16-byte word, odd leading dimensions (pad 1, 3, ...), ragged tiles.
+            out += [Case(kern, 131 + 2 * o, 77 + o, 95 + 16 * o, 2 * o - 1, o) for o in range(1, 8)]
+            out.append(Case(kern, 67, 45, 129, 3, misalign=1, batch=3))
+            out.append(Case(kern, 129, 67, 71, 1, misalign=3, beta=-1.5))
+            out.append(Case(kern, 65, 133, 31, 5, misalign=5, batch=2, beta=0.5))
     return out

@@ -60,6 +60,23 @@ def test_plan_without_a_gpu_sends_large_k_to_stream_k():
     assert "streamk" in pg.plan(a, b, arch=90)["kernel"]
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bfloat16", "float16"])
+def test_plan_sends_unaligned_16_bit_problems_to_tensor_cores(dtype):
+    """16-bit problems TMA cannot load (K = 777: rows of A are not 16-byte multiples; N = 1001; a
+    view one element into its storage) go to the alignment-1 cutlass_sm80 kernels, never the
+    fallback; a 16-byte aligned problem still goes to an SM90 kernel."""
+    short = {torch.bfloat16: "bf16", torch.float16: "f16"}[dtype]
+    names = [k["name"] for k in pg.kernels()]
+    for prefix in (f"sm80_{short}_rr", f"sm80_{short}_cr", f"sm90_{short}_rr"):
+        if not any(n.startswith(prefix) for n in names):
+            pytest.skip(f"this build has no {prefix} kernel")
+    e = lambda *shape: torch.empty(*shape, device="meta", dtype=dtype)
+    assert pg.plan(e(1000, 777), e(777, 3000), arch=90)["kernel"].startswith("sm80_")
+    assert pg.plan(e(2048, 2048), e(2048, 1001), arch=90)["kernel"].startswith("sm80_")
+    assert pg.plan(e(2048, 2048).T, e(2048, 1001), arch=90)["kernel"].startswith("sm80_")
+    assert pg.plan(e(1024, 1024), e(1024, 1024), arch=90)["kernel"].startswith("sm90_")
+
+
 def test_can_run_gives_reasons():
     a = torch.empty(64, 32, device="meta")
     b = torch.empty(32, 16, device="meta")
@@ -109,8 +126,9 @@ def test_every_cutlass_kernel_is_exercised_by_the_gpu_suite():
         mine = [c for c in all_cases if c.kernel == kern]
         assert mine, f"{kern['name']} has no GPU test case"
         for case in mine:
-            a, b, out = case.operands(device="meta")
-            reason = pg.can_run(kern["name"], a, b, out=out, precision=case.precision, arch=kern["sm_min"])
+            a, b, c, out = case.operands(device="meta")
+            reason = pg.can_run(kern["name"], a, b, c, beta=case.beta, out=out, precision=case.precision,
+                                arch=kern["sm_min"])
             assert reason == "", f"{case.id}: {reason}"
 
 

@@ -24,13 +24,18 @@ def needs_device_for(kernel: dict):
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_kernel_matches_float64_and_fallback(case):
     needs_device_for(case.kernel)
-    a, b, out = case.operands()
+    a, b, c, out = case.operands()
     name = case.kernel["name"]
-    assert pg.can_run(name, a, b, out=out, precision=case.precision) == "", "the case must exercise the kernel"
-    pg.gemm(a, b, variant=name, out=out, precision=case.precision)
+    assert pg.can_run(name, a, b, c, beta=case.beta, out=out, precision=case.precision) == "", \
+        "the case must exercise the kernel"
+    pg.gemm(a, b, c, alpha=case.alpha, beta=case.beta, variant=name, out=out, precision=case.precision)
     tol = tolerance(case.dtype, case.precision, case.k)
-    err = rel_error(out, a, b)
-    oracle = pg.gemm(a, b, variant="fallback")
+    if c is None:
+        err = rel_error(out, a, b)
+    else:
+        ref = case.alpha * torch.matmul(a.double(), b.double()) + case.beta * c.double()
+        err = float(torch.linalg.vector_norm(out.double() - ref) / torch.linalg.vector_norm(ref))
+    oracle = pg.gemm(a, b, c, alpha=case.alpha, beta=case.beta, variant="fallback")
     vs_fallback = float(torch.linalg.vector_norm(out.double() - oracle.double()) /
                         torch.linalg.vector_norm(oracle.double()).clamp_min(1e-300))
     print(f"{case.id}: error vs fp64 {err:.2e}, vs fallback {vs_fallback:.2e} (tol {tol:.0e})")
@@ -39,8 +44,11 @@ def test_kernel_matches_float64_and_fallback(case):
 
 
 # (m, n, k, layout of A, layout of B): the workloads, then shapes whose rows are not 16-byte
-# multiples (TMA kernels refuse them; auto must pass them on) and a single output column.
-AUTO_SHAPES = [w for w in WORKLOADS.values()] + [(127, 259, 200, "col", "row"), (96, 1, 4096, "row", "row")]
+# multiples (TMA kernels refuse them; auto must pass them on: for 16-bit types to the alignment-1
+# cutlass_sm80 kernels), the shapes of tracker issue 10, and a single output column.
+AUTO_SHAPES = [w for w in WORKLOADS.values()] + [
+    (127, 259, 200, "col", "row"), (1000, 3000, 777, "row", "row"), (2048, 1001, 2048, "row", "row"),
+    (96, 1, 4096, "row", "row")]
 PRECISIONS = [(torch.float32, "ieee"), (torch.float32, "tf32"), (torch.bfloat16, "ieee"), (torch.float16, "ieee")]
 
 
@@ -64,6 +72,12 @@ def test_auto_dispatch(dtype, precision, m, n, k, la, lb):
         assert chosen == "fallback"
         return
     assert chosen in runnable
+    # TMA kernels first whenever they can take the problem; the alignment-1 tensor-op kernels
+    # (priority 70) only for what they cannot.
+    if any(name.startswith("sm90_") for name in runnable):
+        assert chosen.startswith("sm90_"), f"an SM90 kernel can run this, auto chose {chosen}"
+    elif dtype in (torch.bfloat16, torch.float16) and any(name.startswith("sm80_") for name in runnable):
+        assert chosen.startswith("sm80_"), f"an SM80 tensor-op kernel can run this, auto chose {chosen}"
     if (m, n, k) == WORKLOADS["large_k"][:3] and any("streamk" in name for name in runnable):
         assert "streamk" in chosen, f"large K should run stream-K, auto chose {chosen}"
 
