@@ -1,6 +1,7 @@
 """The per-call path on the GPU: enable() on torch.nn models (results and gradients against plain
 torch), compile under enable(), other devices, side streams, threads, errors before launch."""
 
+import copy
 import threading
 
 import pytest
@@ -23,21 +24,28 @@ def mlp(dtype):
                                torch.nn.ReLU(), torch.nn.Linear(128, 64)).to("cuda", dtype)
 
 
+def run_model(model, x):
+    """Output and parameter gradients of one training step."""
+    model.zero_grad()
+    y = model(x)
+    y.float().square().mean().backward()
+    return y.detach(), [p.grad.detach().clone() for p in model.parameters()]
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_enable_runs_a_torch_nn_model_like_torch(dtype):
+    """Output and gradients under enable() are as close to a float64 run of the same model as
+    torch's own are (within 2x torch's error plus rounding of the 16-bit result)."""
     model = mlp(dtype)
     x = torch.randn(384, 256, device="cuda", dtype=dtype)
-    y_torch = model(x)
-    y_torch.float().square().mean().backward()
-    grads_torch = [p.grad.clone() for p in model.parameters()]
-    model.zero_grad()
+    y_torch, g_torch = run_model(model, x)
     with pg.enable():
-        y_pg = model(x)
-        y_pg.float().square().mean().backward()
-    assert torch.isfinite(y_pg).all()
-    assert rel(y_pg, y_torch) < 1e-2
-    for p, g in zip(model.parameters(), grads_torch):
-        assert rel(p.grad, g) < 2e-2, p.shape
+        y_pg, g_pg = run_model(model, x)
+    y_ref, g_ref = run_model(copy.deepcopy(model).double(), x.double())
+    for what, mine, theirs, ref in [("output", y_pg, y_torch, y_ref)] + [
+            (f"grad {tuple(p.shape)}", m, t, r) for p, m, t, r in zip(model.parameters(), g_pg, g_torch, g_ref)]:
+        assert torch.isfinite(mine).all(), what
+        assert rel(mine, ref) <= 2 * rel(theirs, ref) + 4e-3, what
 
 
 def test_enable_routes_products_through_the_package(monkeypatch):
