@@ -31,6 +31,7 @@ py::dict kernel_dict(const KernelInfo& i) {
   d["tile"] = i.tile;
   d["alignment"] = i.alignment;
   d["priority"] = i.priority;
+  d["bias_row"] = i.takes_bias_row;
   return d;
 }
 

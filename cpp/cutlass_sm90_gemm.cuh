@@ -24,6 +24,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <mutex>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 
@@ -88,7 +90,8 @@ template <class Element_,            // cutlass::bfloat16_t, cutlass::half_t, or
           class MainloopSchedule_,   // cutlass::gemm::KernelTmaWarpSpecializedCooperative / ...Pingpong
           class EpilogueSchedule_,   // cutlass::epilogue::TmaWarpSpecializedCooperative / TmaWarpSpecialized
           class TileScheduler_,      // cutlass::gemm::PersistentScheduler / StreamKScheduler
-          bool kTransposed_ = false>
+          bool kTransposed_ = false,
+          bool kBias_ = false>       // epilogue also adds a bias row (F.linear): see FusionOp
 class CutlassSm90Gemm : public GemmKernel {
  public:
   using Element = Element_;
@@ -98,6 +101,7 @@ class CutlassSm90Gemm : public GemmKernel {
   using ClusterShape = ClusterShape_;
   using TileScheduler = TileScheduler_;
   static constexpr bool kTransposed = kTransposed_;
+  static constexpr bool kBias = kBias_;
   static constexpr bool kStreamK = std::is_same_v<TileScheduler, cutlass::gemm::StreamKScheduler>;
 
   // What CUTLASS sees.
@@ -110,13 +114,26 @@ class CutlassSm90Gemm : public GemmKernel {
   using ElementCompute = float;
   static constexpr int kAlignment = 16 / int(sizeof(Element));  // TMA: 16 bytes
 
+  // Epilogue: D = alpha * acc + beta * C, and with kBias + bias[n] for a bias row (a vector of n,
+  // one value per output column, broadcast down the rows: F.linear's bias). CUTLASS's
+  // LinCombPerColBias loads it once per tile into shared memory (Sm90RowBroadcast); a null
+  // bias_ptr reads as zeros, so the kernel also runs problems without one. Computing D^T, the
+  // user's columns are CUTLASS's rows: LinCombPerRowBias. The bias is not scaled by beta, so a
+  // bias row is taken only with beta 1 (has_bias_row) and CUTLASS's beta is then 0.
+  using FusionOp = std::conditional_t<
+      !kBias, cutlass::epilogue::fusion::LinearCombination<Element, ElementCompute, Element, ElementCompute>,
+      std::conditional_t<kTransposed,
+                         cutlass::epilogue::fusion::LinCombPerRowBias<Element, ElementCompute, Element, Element,
+                                                                      ElementCompute>,
+                         cutlass::epilogue::fusion::LinCombPerColBias<Element, ElementCompute, Element, Element,
+                                                                      ElementCompute>>>;
+
   using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
       cutlass::epilogue::collective::EpilogueTileAuto, ElementAccumulator, ElementCompute,
       Element, LayoutC, kAlignment,  // C
       Element, LayoutD, kAlignment,  // D
-      EpilogueSchedule_,
-      cutlass::epilogue::fusion::LinearCombination<Element, ElementCompute, Element, ElementCompute>>::CollectiveOp;
+      EpilogueSchedule_, FusionOp>::CollectiveOp;
 
   using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp,
@@ -150,20 +167,28 @@ class CutlassSm90Gemm : public GemmKernel {
               90,
               tile,
               kAlignment,
-              priority} {}
+              priority,
+              kBias} {}
 
   const KernelInfo& info() const override { return info_; }
 
-  // A persistent kernel gives each output tile to one SM, so a problem of few tiles and a long
-  // K (the large-K workload: 2 tiles of 128x256 for 132 SMs) leaves most SMs idle; there it
-  // ranks below the stream-K kernels (priority 90), which split K across SMs.
-  static constexpr int kFewTilesPriority = 80;
+  // A persistent kernel gives each output tile to one SM, so when its tiles fill the waves of SMs
+  // poorly -- fewer tiles than SMs (the large-K workload: 2 tiles of 128x256 for 132 SMs; a
+  // weight gradient of 1024 x 1024: 32 tiles), or a last wave mostly empty -- it ranks below the
+  // stream-K kernels (priority 90): their 128x128 tiles are twice as many, and where that is
+  // still too few, stream-K splits K across the idle SMs.
+  static constexpr int kPoorWavesPriority = 80;
+  static constexpr double kPoorWaveEfficiency = 0.6;  // tiles / (waves x SMs) below this
+  // A bias kernel is for bias rows; on other problems its plain twin (or anything else) goes first.
+  static constexpr int kWithoutBiasPriority = 60;
   int priority(const GemmProblem& p) const override {
+    if (kBias && !has_bias_row(p)) return kWithoutBiasPriority;
     if (kStreamK || p.sm_count <= 0) return info_.priority;
     const int64_t mp = kTransposed ? p.n : p.m, np = kTransposed ? p.m : p.n;
     const int64_t tiles = ((mp + kTileM - 1) / kTileM) * ((np + kTileN - 1) / kTileN) * p.batch;
-    const bool few_tiles_long_k = tiles < p.sm_count / 2 && p.k >= 8 * (p.m + p.n);
-    return few_tiles_long_k ? std::min(info_.priority, kFewTilesPriority) : info_.priority;
+    const int64_t waves = (tiles + p.sm_count - 1) / p.sm_count;
+    const bool poor_waves = tiles < kPoorWaveEfficiency * static_cast<double>(waves * p.sm_count);
+    return poor_waves ? std::min(info_.priority, kPoorWavesPriority) : info_.priority;
   }
 
   std::string can_implement(const GemmProblem& p) const override {
@@ -199,9 +224,35 @@ class CutlassSm90Gemm : public GemmKernel {
     return Gemm::get_workspace_size(make_arguments(p));
   }
 
-  // The caller has checked can_implement (bindings.cpp does before every run).
+  // The caller has checked can_implement (the plan cache holds only kernels that accepted the
+  // problem's class). What GemmUniversalAdapter::initialize() + run() do, less the two
+  // cudaFuncSetAttribute calls they make on every launch: the shared-memory limit is raised once
+  // per device, and clusters of 2 need no non-portable-size permission.
   void run(const GemmProblem& p, void* workspace) const override {
-    cutlass_adapter::run<Gemm>(info_.name, make_arguments(p), workspace, reinterpret_cast<cudaStream_t>(p.stream));
+    const Arguments args = make_arguments(p);
+    const auto stream = reinterpret_cast<cudaStream_t>(p.stream);
+    cutlass::Status status = GemmKernelType::initialize_workspace(args, workspace, stream);
+    if (status != cutlass::Status::kSuccess) cutlass_adapter::throw_status(info_.name, "initialize_workspace", status);
+    typename GemmKernelType::Params params = GemmKernelType::to_underlying_arguments(args, workspace);
+    allow_shared_memory_once();
+    cudaLaunchConfig_t config{};
+    config.gridDim = GemmKernelType::get_grid_shape(params);
+    config.blockDim = GemmKernelType::get_block_shape();
+    config.dynamicSmemBytes = GemmKernelType::SharedStorageSize;
+    config.stream = stream;
+    cudaLaunchAttribute cluster[1];
+    cluster[0].id = cudaLaunchAttributeClusterDimension;
+    cluster[0].val.clusterDim = {static_cast<unsigned>(cute::size<0>(ClusterShape{})),
+                                 static_cast<unsigned>(cute::size<1>(ClusterShape{})), 1};
+    config.attrs = cluster;
+    config.numAttrs = 1;
+    void* kernel_args[] = {&params};
+    const cudaError_t err = cudaLaunchKernelExC(
+        &config, reinterpret_cast<const void*>(cutlass::device_kernel<GemmKernelType>), kernel_args);
+    if (err != cudaSuccess) {
+      cudaGetLastError();  // clear the sticky-free launch error so the context stays usable
+      throw std::runtime_error(info_.name + ": CUDA error " + cudaGetErrorName(err) + ": " + cudaGetErrorString(err));
+    }
   }
 
  private:
@@ -216,7 +267,8 @@ class CutlassSm90Gemm : public GemmKernel {
     using EB = typename GemmKernelType::ElementB;
     using EC = typename GemmKernelType::ElementC;
     using ED = typename GemmKernelType::ElementD;
-    const bool beta = p.beta != 0.0;
+    const bool bias = kBias && has_bias_row(p);  // C is the bias row: added by the bias node
+    const bool beta = p.beta != 0.0 && !bias;
     const MatrixRef& c = beta ? p.c : p.d;  // C is not read when beta == 0; D stands in for it
     const int m = static_cast<int>(p.m), n = static_cast<int>(p.n), k = static_cast<int>(p.k);
     const int l = static_cast<int>(p.batch);
@@ -250,7 +302,8 @@ class CutlassSm90Gemm : public GemmKernel {
     args.epilogue.ptr_D = static_cast<ED*>(const_cast<void*>(p.d.ptr));
     args.epilogue.dD = sm90_detail::make_stride_ld<StrideD>(ldd, d_bs);
     args.epilogue.thread.alpha = static_cast<float>(p.alpha);
-    args.epilogue.thread.beta = static_cast<float>(p.beta);
+    args.epilogue.thread.beta = beta ? static_cast<float>(p.beta) : 0.0f;
+    if constexpr (kBias) args.epilogue.thread.bias_ptr = bias ? static_cast<const ED*>(p.c.ptr) : nullptr;
 
     args.hw_info.sm_count = p.sm_count;
     if (p.sm_count <= 0) {  // CUTLASS queries the device then
@@ -271,6 +324,19 @@ class CutlassSm90Gemm : public GemmKernel {
           p.deterministic ? Params::ReductionMode::Deterministic : Params::ReductionMode::Nondeterministic;
     }
     return args;
+  }
+
+  // The kernel needs more than the default 48 KiB of shared memory: raise its limit on the current
+  // device the first time it launches there (the setting is per device and lasts).
+  static void allow_shared_memory_once() {
+    constexpr int kMaxDevices = 64;
+    static std::once_flag done[kMaxDevices];
+    int device = 0;
+    if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kMaxDevices) device = 0;
+    std::call_once(done[device], [] {
+      cudaFuncSetAttribute(cutlass::device_kernel<GemmKernelType>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           GemmKernelType::SharedStorageSize);
+    });
   }
 
   KernelInfo info_;

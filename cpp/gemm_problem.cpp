@@ -71,6 +71,10 @@ static bool aligned(const void* ptr, int64_t bytes) {
   return reinterpret_cast<uintptr_t>(ptr) % static_cast<uintptr_t>(bytes) == 0;
 }
 
+bool has_bias_row(const GemmProblem& p) {
+  return p.beta == 1.0 && p.batch == 1 && p.c.rows > 1 && p.c.row_stride == 0 && (p.c.col_stride == 1 || p.c.cols <= 1);
+}
+
 std::string check_common(const KernelInfo& info, const GemmProblem& p) {
   if (p.sm < info.sm_min || p.sm > info.sm_max)
     return "needs compute capability " + std::to_string(info.sm_min) +
@@ -89,7 +93,9 @@ std::string check_common(const KernelInfo& info, const GemmProblem& p) {
   // Every kernel but the strided ones writes (and reads C) row-major.
   const bool strided_ok = info.family == "naive" || info.family == "fallback";
   if (!strided_ok && !p.d.is(Layout::Row)) return "needs a row-major output";
-  if (!strided_ok && p.beta != 0.0 && !p.c.is(Layout::Row)) return "needs a row-major C";
+  const bool bias_row = info.takes_bias_row && has_bias_row(p);
+  if (!strided_ok && p.beta != 0.0 && !p.c.is(Layout::Row) && !bias_row)
+    return info.takes_bias_row ? "needs a row-major C, or a bias row with beta 1" : "needs a row-major C";
   if (info.alignment > 1) {
     const int64_t bytes = static_cast<int64_t>(info.alignment) * dtype_size(p.dtype);
     struct Named { const char* name; const MatrixRef* ref; Layout layout; };

@@ -69,6 +69,7 @@ struct KernelInfo {
   std::string tile;      // e.g. "128x256x64 cluster 2x1x1 cooperative persistent"
   int alignment;         // elements: leading dimensions and pointers must be multiples (1: none)
   int priority;          // auto dispatch prefers larger among kernels that can implement a problem
+  bool takes_bias_row = false;  // also takes C as a bias row (see has_bias_row), in its epilogue
 };
 
 class GemmKernel {
@@ -86,6 +87,10 @@ class GemmKernel {
   // Launches on p.stream; throws std::runtime_error naming a CUDA error.
   virtual void run(const GemmProblem& p, void* workspace) const = 0;
 };
+
+// C is one row broadcast down the output (row stride 0, contiguous), added with beta 1:
+// F.linear's and torch.addmm's bias. Kernels with takes_bias_row add it in their epilogue.
+bool has_bias_row(const GemmProblem& p);
 
 // Checks shared by every kernel's can_implement: a device of the kernel's
 // architecture, the kernel's dtype, precision and layouts, its alignment.

@@ -99,7 +99,7 @@ PlanKey plan_key(const GemmProblem& p, const std::string& variant) {
   const int elem = dtype_size(p.dtype);
   PlanKey key;
   key.m = p.m, key.n = p.n, key.k = p.k, key.batch = p.batch;
-  key.beta_nonzero = p.beta != 0.0;
+  key.beta_nonzero = has_bias_row(p) ? 2 : p.beta != 0.0;  // a bias row (beta 1, row stride 0) is its own class
   key.a = operand_class(p.a, elem);
   key.b = operand_class(p.b, elem);
   key.c = key.beta_nonzero ? operand_class(p.c, elem) : 0;

@@ -4,7 +4,8 @@
 // kernels that builds CUTLASS arguments. Doing that on every call cost microseconds a launch, so
 // the decision is cached, keyed by everything a kernel's can_implement() and priority() read:
 // dtype, precision, the shape (m, n, k, batch), each operand's layouts and alignment classes
-// (pointer, leading dimensions, batch stride), zero or negative batch strides, beta != 0, the
+// (pointer, leading dimensions, batch stride), zero or negative batch strides, beta != 0 (and
+// whether C is a bias row), the
 // device's compute capability and SM count, determinism and the variant asked for. Pointers,
 // alpha and beta's value are not in the key: two problems with the same key get the same answer.
 #pragma once
@@ -21,7 +22,7 @@ struct PlanKey {
   int64_t m = 0, n = 0, k = 0, batch = 0;
   uint32_t a = 0, b = 0, c = 0, d = 0;  // operand_class() of each (c: 0 when beta == 0)
   int sm = 0, sm_count = 0;
-  uint8_t dtype = 0, precision = 0, deterministic = 0, beta_nonzero = 0;
+  uint8_t dtype = 0, precision = 0, deterministic = 0, beta_nonzero = 0;  // beta_nonzero 2: C is a bias row
   std::string variant;  // "auto" or a kernel name
 
   bool operator==(const PlanKey& o) const;

@@ -34,7 +34,8 @@ _PRECISION_CODE = {"ieee": 0, "tf32": 1}  # _C's Precision values
 
 def kernels() -> list[dict]:
     """Every registered kernel: name, family, dtype, math, layout_a/layout_b ("row", "col" or "any"),
-    sm_min/sm_max, tile, alignment (elements) and priority (auto prefers larger)."""
+    sm_min/sm_max, tile, alignment (elements), priority (auto prefers larger) and bias_row (its
+    epilogue also adds a bias row: F.linear's bias, c of shape (n,) with beta 1)."""
     return _C.kernels()
 
 

@@ -49,6 +49,7 @@ class Kernel:
     warp: tuple = (32, 64, 8)       # simt, sm80
     stages: int = 4                 # simt, sm80 (2: register-staged mainloop; >= 3: cp.async)
     alignment: int = 1              # sm80 only: elements, for A, B, C and D
+    bias: bool = False              # sm90 only: the epilogue also adds a bias row (F.linear)
 
     @property
     def priority(self):
@@ -70,7 +71,8 @@ class Kernel:
             w = "" if self.warp[:2] == (64, 64) else "_w" + "x".join(map(str, self.warp[:2]))
             return f"sm80_{self.dtype}_{self.layout_a}{self.layout_b}_{t}{w}_a{self.alignment}_s{self.stages}"
         c = "x".join(map(str, self.cluster))
-        return f"sm90_{self.dtype}_{self.layout_a}{self.layout_b}_{t}_c{c}_{self.schedule}_{self.scheduler}"
+        bias = "_bias" if self.bias else ""
+        return f"sm90_{self.dtype}_{self.layout_a}{self.layout_b}_{t}_c{c}_{self.schedule}_{self.scheduler}{bias}"
 
     @property
     def filename(self):
@@ -89,7 +91,7 @@ class Kernel:
                     f"serial split-K")
         c = "x".join(map(str, self.cluster + (1,)))
         words = f"{t} c{c} {SCHEDULE[self.schedule][2]} {'stream-K' if self.scheduler == 'streamk' else 'persistent'}"
-        return words + (" (as D^T = B^T A^T)" if self.transposed else "")
+        return words + (" (as D^T = B^T A^T)" if self.transposed else "") + (" + bias row" if self.bias else "")
 
     @property
     def kernel_type(self):
@@ -106,7 +108,8 @@ class Kernel:
         return (f"CutlassSm90Gemm<{ELEMENT[self.dtype]}, {LAYOUT[self.layout_a]}, {LAYOUT[self.layout_b]},\n"
                 f"    {shape(self.tile)}, {shape(self.cluster + (1,))},\n"
                 f"    {mainloop}, {epilogue},\n"
-                f"    {SCHEDULER[self.scheduler]}, {'true' if self.transposed else 'false'}>")
+                f"    {SCHEDULER[self.scheduler]}, {'true' if self.transposed else 'false'}, "
+                f"{'true' if self.bias else 'false'}>")
 
     def source(self):
         header = {"simt": "cutlass_simt_gemm.cuh", "sm80": "cutlass_sm80_gemm.cuh"}.get(self.family,
@@ -132,6 +135,11 @@ def all_kernels():
         # 0.47); for bf16 the two were within noise (0.22 ms either way).
         sk_tile = (128, 256, k) if dtype == "tf32" else (128, 128, k)
         kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], sk_tile, (1, 1), "coop", "streamk"))
+    # F.linear with a bias, x @ W.T + b (x row-major, W.T column-major: rc), as models call it
+    # (pycutlass_gemm.enable() routes it): the persistent kernel with a bias-row epilogue. Only
+    # rc: the backward products have no bias, and fp32 is not routed by default.
+    for dtype in ["bf16", "f16"]:
+        kernels.append(Kernel("sm90", dtype, "r", "c", (128, 256, 64), (2, 1), "coop", "persistent", bias=True))
     # bf16 / f16 operands TMA cannot load (pointers, leading dimensions or rows not 16-byte
     # multiples): CUTLASS 2.x tensor op, element alignment, register-staged 2-stage mainloop
     # (cp.async cannot move 2 bytes). See cpp/cutlass_sm80_gemm.cuh for the choices.

@@ -39,6 +39,7 @@ class Case:
     misalign: int = 0  # A starts this many elements past an aligned address, B one more, C two, D three
     batch: int = 1     # > 1: 3-D operands, each batch stride one matrix plus an odd number of elements
     beta: float = 0.0  # nonzero: D = alpha * A @ B + beta * C with a row-major C of D's strides
+    bias_row: bool = False  # C is a vector of n broadcast down the rows (F.linear's bias), beta 1
 
     @property
     def alpha(self) -> float:
@@ -56,7 +57,7 @@ class Case:
     def id(self) -> str:
         return (f"{self.kernel['name']}-{self.m}x{self.n}x{self.k}" + (f"-pad{self.pad}" if self.pad else "") +
                 (f"-offset{self.misalign}" if self.misalign else "") + (f"-batch{self.batch}" if self.batch > 1 else "") +
-                (f"-beta{self.beta:g}" if self.beta else ""))
+                (f"-beta{self.beta:g}" if self.beta else "") + ("-bias" if self.bias_row else ""))
 
     def operands(self, device="cuda"):
         """(a, b, c, out): fresh random inputs in the kernel's layouts (c: None unless beta), and a
@@ -70,7 +71,10 @@ class Case:
             rows, cols, layout, self.dtype, pad=ld_pad(cols if layout == "row" else rows),
             misalign=self.misalign + offset if self.misalign else 0, batch=self.batch, device=device)
         a, b = mk(self.m, self.k, la, 0), mk(self.k, self.n, lb, 1)
-        c = mk(self.m, self.n, "row", 2) if self.beta else None
+        if self.bias_row:
+            c = torch.randn(self.n, device=device, dtype=torch.float32).to(self.dtype)
+        else:
+            c = mk(self.m, self.n, "row", 2) if self.beta else None
         out = mk(self.m, self.n, "row", 3)
         if device != "meta":
             out.fill_(float("nan"))
@@ -115,4 +119,7 @@ def cases() -> list[Case]:
             out.append(Case(kern, 67, 45, 129, 3, misalign=1, batch=3))
             out.append(Case(kern, 129, 67, 71, 1, misalign=3, beta=-1.5))
             out.append(Case(kern, 65, 133, 31, 5, misalign=5, batch=2, beta=0.5))
+        if kern["bias_row"]:  # F.linear: x @ W.T + b at a transformer projection's shape, and ragged
+            out += [Case(kern, 4096, 1024, 1024, 0, beta=1.0, bias_row=True),
+                    Case(kern, *aligned_shape(kern, 127, 259, 200), 0, beta=1.0, bias_row=True)]
     return out
