@@ -115,13 +115,13 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, precision: str | None = None) ->
     """``torch.matmul(a, b)`` for 1-D to 3-D operands (3-D batches broadcast), through the
     package's kernels. Vectors become 1-row / 1-column views, as torch.matmul treats them; a 3-D
     ``a`` times a 2-D ``b`` is one 2-D product over the folded batch when ``a``'s rows allow it."""
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dim() == 2 and b.dim() == 2:
+        return gemm(a, b, precision=precision)  # the common case first: it is on every call's path
     for name, t in (("a", a), ("b", b)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
         if not 1 <= t.dim() <= 3:
             raise ValueError(f"pycutlass_gemm.matmul takes 1-D to 3-D operands, {name} is {t.dim()}-D")
-    if a.dim() == 2 and b.dim() == 2:
-        return gemm(a, b, precision=precision)
     if a.dim() == 3 and b.dim() == 2 and a.stride(1) == a.shape[2] * a.stride(2) and a.stride(0) == a.shape[1] * a.stride(1):
         # (batch, m, k) row-major over batch and m: one (batch*m, k) matrix, as torch folds it.
         folded = a.view(a.shape[0] * a.shape[1], a.shape[2]) if a.numel() else a.reshape(-1, a.shape[2])
