@@ -401,7 +401,7 @@ def test_model_table_with_fake_numbers():
                            pg_ops=9, target=0.95),
             model.ModelRow("encoder layer", "bf16", "enable()", status="SKIP", message="no enable()")]
     title, header, *lines = model.format_model(rows, quick=True)
-    assert "training step" in title and all(w in header for w in ("ms/step", "wall ms", "x torch", "out err", "pg ops"))
+    assert "training step" in title and all(w in header for w in ("ms/step", "wall ms", "x torch", "out err", "pg kernels"))
     assert "2.500" in lines[1] and "0.80x" in lines[1] and ">= 0.95x MISS" in lines[1] and "3.0e-03" in lines[1]
     assert lines[2].endswith("SKIP no enable()") and "eager only" in lines[3]
 
@@ -624,5 +624,5 @@ def test_quick_sections_on_the_gpu(tmp_path, capsys):
     for r in data["model"]:
         assert r["status"] in ("ok", "SKIP"), r
         if r["status"] == "ok" and r["variant"].startswith(("pg", "enable")):
-            assert r["out_err"] is not None and r["pg_ops"] != 0, r  # the products went through the package
+            assert r["out_err"] is not None and r["pg_ops"] != 0, r  # the package's kernels ran
     assert torch.backends.cuda.matmul.allow_tf32 == allow_tf32
