@@ -8,7 +8,7 @@ what ``variant="auto"`` would run and why, ``matmul`` is the torch.matmul-shaped
 
 from .gemm import gemm, matmul
 from .launch import can_run, default_precision, kernels, layout_of, plan
-from .routing import disable, enable
+from .routing import disable, enable, enabled
 
-__all__ = ["can_run", "default_precision", "disable", "enable", "gemm", "kernels", "layout_of", "matmul", "plan"]
+__all__ = ["can_run", "default_precision", "disable", "enable", "enabled", "gemm", "kernels", "layout_of", "matmul", "plan"]
 __version__ = "0.1.0"

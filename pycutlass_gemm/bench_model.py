@@ -162,10 +162,11 @@ def count_pg_ops(v: Variant) -> int | None:
 
 
 def _is_package_kernel(name: str) -> bool:
-    """CUTLASS 3.x kernels launch as cutlass::device_kernel<...>, 2.x ones as cutlass::Kernel2<...>
-    (cuBLAS's own kernels have other names: sm90_xmma_*, nvjet_*); the hand-written ones live in
+    """The package's CUTLASS kernels are device kernels of cutlass::gemm::kernel::GemmUniversal
+    (3.x and 2.x; the profiler may show the name mangled); cuBLAS's own kernels are named
+    otherwise (sm90_xmma_*, nvjet_*, cutlass_80_tensorop_*); the hand-written ones live in
     namespace pycutlass_gemm."""
-    return "pycutlass_gemm" in name or "cutlass::device_kernel" in name or "cutlass::Kernel" in name
+    return "pycutlass_gemm" in name or "GemmUniversal" in name
 
 
 def time_step(v: Variant) -> tuple[float, float]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from .launch import AUTO_OR_TORCH, launch
+from .launch import launch
 from .library import LIB, OP
 
 _PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)  # exact types: subclasses go to the dispatcher
@@ -29,7 +29,6 @@ def _setup_context(ctx, inputs, output):
     ctx.a_shape, ctx.b_shape = a.shape, b.shape
     ctx.c_shape = None if c is None else c.shape
     ctx.alpha, ctx.beta, ctx.precision = alpha, beta, precision
-    ctx.variant = AUTO_OR_TORCH if variant == AUTO_OR_TORCH else "auto"  # the gradients' products
 
 
 def _sum_to(t: torch.Tensor, shape: torch.Size) -> torch.Tensor:
@@ -45,10 +44,10 @@ def _backward(ctx, grad):
     grad_a = grad_b = grad_c = None
     precision = ctx.precision or None
     if ctx.needs_input_grad[0]:
-        grad_a = gemm(grad, b.transpose(-1, -2), alpha=ctx.alpha, variant=ctx.variant, precision=precision)
+        grad_a = gemm(grad, b.transpose(-1, -2), alpha=ctx.alpha, precision=precision)
         grad_a = _sum_to(grad_a, ctx.a_shape)
     if ctx.needs_input_grad[1]:
-        grad_b = gemm(a.transpose(-1, -2), grad, alpha=ctx.alpha, variant=ctx.variant, precision=precision)
+        grad_b = gemm(a.transpose(-1, -2), grad, alpha=ctx.alpha, precision=precision)
         grad_b = _sum_to(grad_b, ctx.b_shape)
     if ctx.needs_input_grad[2]:
         grad_c = _sum_to(grad if ctx.beta == 1.0 else grad * ctx.beta, ctx.c_shape)

@@ -26,9 +26,6 @@ _C.bind_torch(torch.Tensor, torch.float32, torch.float16, torch.bfloat16, torch.
               torch._C._cuda_getCurrentRawStream if hasattr(torch._C, "_cuda_getCurrentRawStream") else None)
 
 PRECISIONS = ("ieee", "tf32")
-# The variant enable()'s routing runs: "auto", except that a problem only the fallback kernel
-# could run goes to torch instead (the fallback is the oracle, not faster than cuBLAS).
-AUTO_OR_TORCH = "auto_or_torch"
 _PRECISION_CODE = {"ieee": 0, "tf32": 1}  # _C's Precision values
 
 
@@ -101,26 +98,11 @@ def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None, *, a
            beta: float = 0.0, variant: str = "auto", out: torch.Tensor | None = None,
            precision: str | None = None) -> torch.Tensor:
     """``alpha * (a @ b) + beta * c`` on the GPU, no autograd: what ``gemm`` runs (see there)."""
-    if variant == AUTO_OR_TORCH:
-        result = _C.gemm(a, b, c, out, float(alpha), float(beta), "auto", precision_code(a, precision),
-                         torch.are_deterministic_algorithms_enabled(), True)
-        return _torch_product(a, b, c, alpha, beta, out) if result is None else result
     return _C.gemm(a, b, c, out, float(alpha), float(beta), variant, precision_code(a, precision),
                    torch.are_deterministic_algorithms_enabled())
-
-
-def _torch_product(a, b, c, alpha, beta, out):
-    """What AUTO_OR_TORCH hands to torch (no kernel of ours but the fallback would take it)."""
-    result = torch.matmul(a, b)
-    if alpha != 1.0:
-        result.mul_(alpha)
-    if c is not None and beta != 0.0:
-        result.add_(c, alpha=beta)
-    return result if out is None else out.copy_(result)
 
 
 def check(a, b, c, alpha: float, beta: float, variant: str, precision: str | None) -> list[int]:
     """The checks ``launch`` makes, on fake or meta tensors (torch.compile's tracing): the output
     shape, or the same TypeError / ValueError the real call raises."""
-    variant = "auto" if variant == AUTO_OR_TORCH else variant
     return _C.check(a, b, c, None, float(alpha), float(beta), variant, precision_code(a, precision))

@@ -1,141 +1,160 @@
 """``enable()``: an unmodified torch model's matrix products, run by the package.
 
-A ``TorchFunctionMode`` sees every torch function called while it is active. The products it
-takes -- ``torch.matmul`` / ``@``, ``torch.mm``, ``torch.bmm``, ``torch.addmm``, ``torch.baddbmm``
-and ``F.linear`` (and their Tensor methods) on CUDA tensors of the enabled dtypes -- become
-``pycutlass_gemm.gemm`` calls with variant ``"auto_or_torch"``: a CUTLASS kernel where one can
-run the problem, torch where only the fallback could (the fallback is the oracle, not faster than
-cuBLAS). Everything else (other functions, CPU and meta tensors, other dtypes, ``out=``,
-operands of more than 3 dimensions) goes to torch unchanged. The gemm op has autograd and a fake
-implementation, so this works in eager, with autograd and under torch.compile.
+enable() registers the package as a kernel of torch's own matrix-product operators --
+``aten::mm``, ``addmm``, ``bmm``, ``baddbmm`` (their ``out=`` and in-place forms too) -- at the
+``ADInplaceOrView`` dispatch key: below autograd (torch's own backward formulas still run, and
+their products come back here: gradients too run on the package), above the CUDA kernels (what
+the package does not take is handed on to cuBLAS through ``redispatch``). So ``torch.matmul``,
+``@``, ``torch.mm``, ``torch.bmm``, ``torch.addmm``, ``torch.baddbmm`` and ``F.linear`` (its bias
+goes to the epilogue of a bias-row kernel) of CUDA tensors of the enabled dtypes run the
+package's kernels, in eager, with autograd, and in compiled graphs (inductor calls these
+operators for the products it does not generate itself). Nothing composite is missed: a
+product inside ``F.multi_head_attention_forward`` or a backward formula is still an ``aten::mm``.
+
+Handed on to torch unchanged: other devices and dtypes, tensor subclasses (FakeTensor while
+torch.compile traces, functional tensors), calls made while a dispatch mode is active, and
+problems for which only the package's fallback kernel would run (the fallback is the oracle, not
+faster than cuBLAS). The registration is process-wide (every thread), not per thread.
 
 float32 is not routed by default: the package's IEEE fp32 kernels run at 0.8-0.9x cuBLAS SGEMM
-(``enable(dtypes=(torch.bfloat16, torch.float16, torch.float32))`` routes it anyway).
+(``enable(dtypes=(torch.bfloat16, torch.float16, torch.float32))`` routes it anyway, following
+torch's TF32 switch as torch.matmul does).
 """
 
 from __future__ import annotations
 
-import torch
-import torch.nn.functional as F
-from torch.overrides import TorchFunctionMode
+import threading
+import warnings
 
-from .gemm import gemm, matmul
-from .launch import AUTO_OR_TORCH
+import torch
+
+from . import launch as _launch
 
 DEFAULT_DTYPES = (torch.bfloat16, torch.float16)
+_C = _launch._C
+_ATEN = torch.ops.aten
+_BELOW = torch._C._after_ADInplaceOrView_keyset  # where a handed-on call continues: the CUDA kernels
+_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+_deterministic = torch.are_deterministic_algorithms_enabled
 
 
-def _rows(x: torch.Tensor) -> torch.Tensor | None:
-    """x (..., k) as one (rows, k) matrix without a copy, or None where its strides do not allow."""
-    if x.dim() == 2:
-        return x
-    try:
-        return x.view(-1, x.shape[-1])
-    except RuntimeError:
-        return None
+class _Router:
+    """The registered kernels; `dtypes` is what they take."""
 
-
-class _Routing(TorchFunctionMode):
     def __init__(self, dtypes):
-        super().__init__()
         self.dtypes = frozenset(dtypes)
-        self.handlers = {
-            torch.matmul: self._matmul, torch.Tensor.matmul: self._matmul, torch.Tensor.__matmul__: self._matmul,
-            torch.mm: self._mm, torch.Tensor.mm: self._mm,
-            torch.bmm: self._bmm, torch.Tensor.bmm: self._bmm,
-            torch.addmm: self._addmm, torch.Tensor.addmm: self._addmm,
-            torch.baddbmm: self._baddbmm, torch.Tensor.baddbmm: self._baddbmm,
-            F.linear: self._linear,
+        self.lib = torch.library.Library("aten", "IMPL")
+        kernels = {
+            "mm": self.mm, "mm.out": self.mm_out, "bmm": self.mm, "bmm.out": self.mm_out,
+            "addmm": self.addmm, "addmm.out": self.addmm_out, "addmm_": self.addmm_,
+            "baddbmm": self.addmm, "baddbmm.out": self.addmm_out, "baddbmm_": self.addmm_,
         }
+        with warnings.catch_warnings():  # "overriding a previously registered kernel": that is the point
+            warnings.simplefilter("ignore")
+            for name, fn in kernels.items():
+                self.lib.impl(name, fn, "ADInplaceOrView", with_keyset=True)
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        handler = self.handlers.get(func)
-        if handler is not None and "out" not in kwargs:
-            result = handler(*args, **kwargs)
-            if result is not NotImplemented:
-                return result
-        return func(*args, **kwargs)
+    def close(self):
+        self.lib._destroy()  # torch's own kernels are the registered ones again
 
-    def _takes(self, *tensors) -> bool:
-        return all(isinstance(t, torch.Tensor) and t.is_cuda and t.dtype in self.dtypes for t in tensors)
+    def _gemm(self, a, b, c=None, alpha=1.0, beta=0.0, out=None):
+        """The package's result, or None to hand the call on (torch then also raises the errors of
+        the operator's own contract: mm takes 2-D operands, bmm 3-D ones of one batch size)."""
+        if (type(a) not in _PLAIN_TENSORS or type(b) not in _PLAIN_TENSORS or not a.is_cuda
+                or a.dtype not in self.dtypes or _dispatch_modes()):
+            return None
+        if a.dim() != b.dim() or a.dim() == 3 and a.shape[0] != b.shape[0]:
+            return None
+        if c is not None and type(c) not in _PLAIN_TENSORS or out is not None and type(out) not in _PLAIN_TENSORS:
+            return None
+        try:
+            return _C.gemm(a, b, c, out, float(alpha), float(beta), "auto", _launch.precision_code(a, None),
+                           _deterministic(), True)
+        except (TypeError, ValueError):
+            return None  # torch raises its own error for what it refuses, or computes what it takes
 
-    def _gemm(self, a, b, c=None, alpha=1.0, beta=0.0):
-        return gemm(a, b, c, alpha=alpha, beta=beta, variant=AUTO_OR_TORCH)
+    # The schemas: mm(self, mat2), bmm(self, mat2), addmm(self, mat1, mat2, *, beta, alpha), ...
+    def mm(self, keyset, a, b):
+        r = self._gemm(a, b)
+        return r if r is not None else _redispatch(keyset, "mm" if a.dim() == 2 else "bmm", "default", a, b)
 
-    def _matmul(self, a, b):
-        if not self._takes(a, b) or not (1 <= a.dim() <= 3 and 1 <= b.dim() <= 3):
-            return NotImplemented
-        if a.dim() == 3 and b.dim() == 2 and (rows := _rows(a)) is not None:
-            return self._gemm(rows, b).view(*a.shape[:-1], b.shape[-1])
-        if a.dim() == 2 and b.dim() == 2:
-            return self._gemm(a, b)
-        return matmul(a, b)
+    def mm_out(self, keyset, a, b, *, out):
+        r = self._gemm(a, b, out=out) if _resized(out, a, b) else None
+        return r if r is not None else _redispatch(keyset, "mm" if a.dim() == 2 else "bmm", "out", a, b, out=out)
 
-    def _mm(self, a, b):
-        return self._gemm(a, b) if self._takes(a, b) and a.dim() == 2 and b.dim() == 2 else NotImplemented
+    def addmm(self, keyset, c, a, b, *, beta=1, alpha=1):
+        r = self._gemm(a, b, c, alpha, beta)
+        name = "addmm" if a.dim() == 2 else "baddbmm"
+        return r if r is not None else _redispatch(keyset, name, "default", c, a, b, beta=beta, alpha=alpha)
 
-    def _bmm(self, a, b):
-        return self._gemm(a, b) if self._takes(a, b) and a.dim() == 3 and b.dim() == 3 else NotImplemented
+    def addmm_out(self, keyset, c, a, b, *, beta=1, alpha=1, out):
+        r = self._gemm(a, b, c, alpha, beta, out) if _resized(out, a, b) else None
+        name = "addmm" if a.dim() == 2 else "baddbmm"
+        return r if r is not None else _redispatch(keyset, name, "out", c, a, b, beta=beta, alpha=alpha, out=out)
 
-    def _addmm(self, c, a, b, *, beta=1, alpha=1):
-        if not self._takes(c, a, b) or a.dim() != 2 or b.dim() != 2:
-            return NotImplemented
-        return self._gemm(a, b, c, alpha, beta)
-
-    def _baddbmm(self, c, a, b, *, beta=1, alpha=1):
-        if not self._takes(c, a, b) or a.dim() != 3 or b.dim() != 3:
-            return NotImplemented
-        return self._gemm(a, b, c, alpha, beta)
-
-    def _linear(self, x, weight, bias=None):
-        if not self._takes(x, weight, *(() if bias is None else (bias,))) or weight.dim() != 2 or x.dim() < 1:
-            return NotImplemented
-        if bias is not None and bias.dim() > 1:
-            return NotImplemented
-        rows = _rows(x.unsqueeze(0) if x.dim() == 1 else x)
-        if rows is None:
-            return NotImplemented
-        y = self._gemm(rows, weight.T, bias, 1.0, 0.0 if bias is None else 1.0)
-        return y.view(*x.shape[:-1], weight.shape[0])
+    def addmm_(self, keyset, c, a, b, *, beta=1, alpha=1):
+        r = self._gemm(a, b, c, alpha, beta, c)  # D is C itself
+        name = "addmm_" if a.dim() == 2 else "baddbmm_"
+        return r if r is not None else _redispatch(keyset, name, "default", c, a, b, beta=beta, alpha=alpha)
 
 
-_active: list[_Routing] = []
+def _redispatch(keyset, name, overload, *args, **kwargs):
+    return getattr(getattr(_ATEN, name), overload).redispatch(keyset & _BELOW, *args, **kwargs)
+
+
+def _resized(out, a, b) -> bool:
+    """torch resizes an out= tensor of the wrong shape (an empty one silently): so do we."""
+    shape = (*a.shape[:-1], b.shape[-1])
+    if tuple(out.shape) != shape:
+        if type(out) not in _PLAIN_TENSORS:
+            return False
+        out.resize_(shape)
+    return True
+
+
+_lock = threading.Lock()
+_router: _Router | None = None
+_depth = 0
 
 
 class _Enabled:
     """What enable() returns: routing is on now; ``with`` turns it off at the block's end."""
 
-    def __init__(self, mode: _Routing):
-        self.mode = mode
-
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        disable(self.mode)
+        disable()
         return False
 
 
 def enable(dtypes=DEFAULT_DTYPES) -> _Enabled:
     """Route torch's matrix products on CUDA tensors of ``dtypes`` through pycutlass_gemm (see the
-    module's docstring). As a plain call it stays on until ``disable()``; as ``with enable():``
-    it ends with the block. Nested calls stack."""
-    mode = _Routing(dtypes)
-    mode.__enter__()
-    _active.append(mode)
-    return _Enabled(mode)
+    module's docstring), in every thread. As a plain call it stays on until ``disable()``; as
+    ``with enable():`` it ends with the block. Calls nest: routing ends with the outermost."""
+    global _router, _depth
+    with _lock:
+        if _router is None:
+            _router = _Router(dtypes)
+        else:
+            _router.dtypes = frozenset(dtypes)
+        _depth += 1
+    return _Enabled()
 
 
-def disable(mode: _Routing | None = None) -> None:
-    """Undo the innermost ``enable()`` still on (or the one given): torch's own products again."""
-    if not _active:
-        return
-    mode = mode if mode is not None else _active[-1]
-    if mode not in _active:
-        return
-    while _active:  # modes leave in stack order: those entered after `mode` go first
-        top = _active.pop()
-        top.__exit__(None, None, None)
-        if top is mode:
-            break
+def disable() -> None:
+    """Undo one ``enable()``; with the last, torch's own kernels run its products again."""
+    global _router, _depth
+    with _lock:
+        if _depth == 0:
+            return
+        _depth -= 1
+        if _depth == 0:
+            _router.close()
+            _router = None
+
+
+def enabled() -> bool:
+    """Whether torch's matrix products are routed through the package now."""
+    return _router is not None

@@ -108,13 +108,22 @@ def test_enable_passes_through_what_it_does_not_take(device):
 
 
 def test_enable_and_disable_nest():
-    from torch.overrides import _get_current_function_mode_stack
-
-    depth = len(_get_current_function_mode_stack())
+    assert not pg.enabled()
     pg.enable()
     with pg.enable():
-        assert len(_get_current_function_mode_stack()) == depth + 2
-    assert len(_get_current_function_mode_stack()) == depth + 1
+        assert pg.enabled()
+    assert pg.enabled(), "the outer enable() is still on"
     pg.disable()
-    assert len(_get_current_function_mode_stack()) == depth
+    assert not pg.enabled()
     pg.disable()  # nothing on: a no-op
+    x = torch.randn(3, 4)
+    assert torch.equal(x @ x.T, torch.mm(x, x.T)), "torch's own kernels again"
+
+
+def test_enable_keeps_torch_errors_and_autograd_on_cpu():
+    with pg.enable():
+        with pytest.raises(RuntimeError):
+            torch.mm(torch.randn(2, 3), torch.randn(4, 5))
+        a = torch.randn(4, 5, requires_grad=True)
+        (a @ torch.randn(5, 3)).sum().backward()
+    assert a.grad.shape == (4, 5)

@@ -48,24 +48,60 @@ def test_enable_runs_a_torch_nn_model_like_torch(dtype):
         assert rel(mine, ref) <= 2 * rel(theirs, ref) + 4e-3, what
 
 
-def test_enable_routes_products_through_the_package(monkeypatch):
+@pytest.fixture
+def routed(monkeypatch):
+    """Counts the products enable()'s kernels ran on the package (not handed on to torch)."""
     import pycutlass_gemm.routing as routing
 
-    calls = []
-    original = routing.gemm
-    monkeypatch.setattr(routing, "gemm", lambda *a, **k: calls.append(a) or original(*a, **k))
-    a = torch.randn(64, 32, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(32, 48, device="cuda", dtype=torch.bfloat16)
+    counts = []
+    original = routing._Router._gemm
+
+    def counting(self, *args, **kwargs):
+        result = original(self, *args, **kwargs)
+        counts.append(result is not None)
+        return result
+
+    monkeypatch.setattr(routing._Router, "_gemm", counting)
+    return counts
+
+
+def test_enable_routes_products_through_the_package(routed):
+    bf16 = dict(device="cuda", dtype=torch.bfloat16)
+    a, b, c = torch.randn(64, 32, **bf16), torch.randn(32, 48, **bf16), torch.randn(64, 48, **bf16)
+    bias = torch.randn(48, **bf16)
+    a3, b3 = torch.randn(4, 64, 32, **bf16), torch.randn(4, 32, 48, **bf16)
+    ref = a.double() @ b.double()
     with pg.enable():
-        results = [a @ b, torch.mm(a, b), torch.matmul(a, b), torch.bmm(a[None], b[None])[0],
-                   F.linear(a, b.T)]
-        torch.addmm(torch.randn(64, 48, device="cuda", dtype=torch.bfloat16), a, b)
-    assert len(calls) == 6
-    for r in results:
-        assert rel(r, a.double() @ b.double()) < 1e-2
+        results = {
+            "@": a @ b, "mm": torch.mm(a, b), "matmul": torch.matmul(a, b), "linear": F.linear(a, b.T),
+            "addmm": torch.addmm(c, a, b, beta=0.5, alpha=2.0) - 0.5 * c, "linear+bias": F.linear(a, b.T, bias) - bias,
+            "mm out": torch.mm(a, b, out=torch.empty(64, 48, **bf16)),
+            "bmm": torch.bmm(a3, b3)[1] + (a @ b) - (a3[1] @ b3[1]),
+            "addmm_": c.clone().addmm_(a, b, beta=0.0),
+        }
+        expected_2x = results.pop("addmm") / 2
+    assert all(routed) and len(routed) >= 10, routed
+    for name, r in results.items():
+        assert rel(r, ref) < 2e-2, name
+    assert rel(expected_2x, ref) < 2e-2
+    routed.clear()
+    x = torch.randn(8, 4, device="cuda")  # float32 is not routed by default; CPU never is
+    with pg.enable():
+        x @ x.T, torch.randn(3, 3) @ torch.randn(3, 3)
+    assert not any(routed)
 
 
-def test_compile_under_enable_has_no_graph_break():
+def test_enable_routes_backward_and_attention(routed):
+    mha = torch.nn.MultiheadAttention(64, 4, device="cuda", dtype=torch.bfloat16)
+    q = torch.randn(10, 2, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    with pg.enable():
+        mha(q, q, q)[0].float().sum().backward()
+    assert sum(routed) >= 6, routed  # in/out projections forward and their weight and input gradients
+
+
+def test_compile_under_enable(routed):
+    """torch.compile traces as usual (FakeTensors are handed on) and the compiled graph's products
+    run on the package."""
     torch._dynamo.reset()
     model = mlp(torch.bfloat16)
     x = torch.randn(128, 256, device="cuda", dtype=torch.bfloat16)
@@ -73,6 +109,9 @@ def test_compile_under_enable_has_no_graph_break():
     with pg.enable():
         compiled = torch.compile(model, fullgraph=True)
         got = compiled(x)
+        routed.clear()
+        got = compiled(x)
+    assert any(routed), "the compiled graph's products ran on torch"
     assert rel(got, expected) < 1e-2
 
 
@@ -161,8 +200,9 @@ def test_bad_input_leaves_the_context_usable():
     a = torch.randn(64, 32, device="cuda")
     with pytest.raises(ValueError):
         pg.gemm(a, torch.randn(33, 16, device="cuda"))
+    square = torch.randn(64, 64, device="cuda")
     with pytest.raises(ValueError, match="overlaps"):
-        pg.gemm(a, torch.randn(32, 64, device="cuda"), out=a)
+        pg.gemm(square, torch.randn(64, 64, device="cuda"), out=square)
     out = pg.gemm(a, torch.randn(32, 16, device="cuda"))
     torch.cuda.synchronize()
     assert torch.isfinite(out).all()
