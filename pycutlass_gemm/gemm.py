@@ -43,12 +43,14 @@ def _backward(ctx, grad):
     a, b = ctx.saved_tensors
     grad_a = grad_b = grad_c = None
     precision = ctx.precision or None
+    # Without create_graph, on plain tensors (not torch.compile's tracing of the backward), the
+    # gradients' own products need no autograd and no dispatch: launch them directly.
+    direct = not torch.is_grad_enabled() and type(grad) in _PLAIN_TENSORS and _dispatch_modes() == 0
+    product = launch if direct else gemm
     if ctx.needs_input_grad[0]:
-        grad_a = gemm(grad, b.transpose(-1, -2), alpha=ctx.alpha, precision=precision)
-        grad_a = _sum_to(grad_a, ctx.a_shape)
+        grad_a = _sum_to(product(grad, b.transpose(-1, -2), alpha=ctx.alpha, precision=precision), ctx.a_shape)
     if ctx.needs_input_grad[1]:
-        grad_b = gemm(a.transpose(-1, -2), grad, alpha=ctx.alpha, precision=precision)
-        grad_b = _sum_to(grad_b, ctx.b_shape)
+        grad_b = _sum_to(product(a.transpose(-1, -2), grad, alpha=ctx.alpha, precision=precision), ctx.b_shape)
     if ctx.needs_input_grad[2]:
         grad_c = _sum_to(grad if ctx.beta == 1.0 else grad * ctx.beta, ctx.c_shape)
     return grad_a, grad_b, grad_c, None, None, None, None

@@ -68,13 +68,13 @@ def routed(monkeypatch):
 def test_enable_routes_products_through_the_package(routed):
     bf16 = dict(device="cuda", dtype=torch.bfloat16)
     a, b, c = torch.randn(64, 32, **bf16), torch.randn(32, 48, **bf16), torch.randn(64, 48, **bf16)
-    bias = torch.randn(48, **bf16)
+    bias, weight = torch.randn(48, **bf16), torch.randn(48, 32, **bf16)  # nn.Linear's (out, in) weight
     a3, b3 = torch.randn(4, 64, 32, **bf16), torch.randn(4, 32, 48, **bf16)
     ref = a.double() @ b.double()
     with pg.enable():
         results = {
             "@": a @ b, "mm": torch.mm(a, b), "matmul": torch.matmul(a, b), "linear": F.linear(a, b.T),
-            "addmm": torch.addmm(c, a, b, beta=0.5, alpha=2.0) - 0.5 * c, "linear+bias": F.linear(a, b.T, bias) - bias,
+            "addmm": torch.addmm(c, a, b, beta=0.5, alpha=2.0) - 0.5 * c, "linear+bias": F.linear(a, weight, bias) - bias + (a @ b) - (a @ weight.T),
             "mm out": torch.mm(a, b, out=torch.empty(64, 48, **bf16)),
             "bmm": torch.bmm(a3, b3)[1] + (a @ b) - (a3[1] @ b3[1]),
             "addmm_": c.clone().addmm_(a, b, beta=0.0),
