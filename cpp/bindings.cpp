@@ -100,19 +100,16 @@ py::object gemm(py::handle a, py::handle b, py::handle c, py::handle out, double
     return result.attr("zero_")();
   }
   warn_once_if_not_hopper(p, *plan->kernel);
+  p.stream = current_stream(call.device);
   py::object workspace;
   void* workspace_ptr = nullptr;
-  if (plan->workspace_bytes > 0) {
-    workspace = new_workspace(a, plan->workspace_bytes);
-    workspace_ptr = reinterpret_cast<void*>(workspace.attr("data_ptr")().cast<uintptr_t>());
-  }
-  p.stream = current_stream(call.device);
+  if (plan->workspace_bytes > 0) std::tie(workspace, workspace_ptr) = workspace_for(a, call.device, p.stream, plan->workspace_bytes);
   {
     py::gil_scoped_release release;  // the launch is asynchronous; other Python threads may run
     DeviceGuard guard(call.device);
     plan->kernel->run(p, workspace_ptr);
   }
-  return result;  // the workspace goes back to torch's allocator, ordered on this stream
+  return result;
 }
 
 }  // namespace

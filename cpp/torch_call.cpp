@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <map>
 #include <mutex>
 #include <string>
 
@@ -202,8 +203,40 @@ std::pair<int, int> device_props(int index) {
 
 uintptr_t current_stream(int device) { return torch_().raw_stream(device).cast<uintptr_t>(); }
 
+namespace {
+
 py::object new_workspace(py::handle a, size_t bytes) {
   return a.attr(torch_().new_empty)(py::make_tuple(bytes), py::arg("dtype") = torch_().u8);
+}
+
+void* data_ptr(py::handle t) { return reinterpret_cast<void*>(t.attr(torch_().data_ptr)().cast<uintptr_t>()); }
+
+struct Workspace {
+  py::object tensor;
+  size_t bytes = 0;
+};
+
+}  // namespace
+
+std::pair<py::object, void*> workspace_for(py::handle a, int device, uintptr_t stream, size_t bytes) {
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(reinterpret_cast<cudaStream_t>(stream), &capture) != cudaSuccess) {
+    cudaGetLastError();
+    capture = cudaStreamCaptureStatusActive;  // unknown: take the safe way
+  }
+  if (capture != cudaStreamCaptureStatusNone) {
+    py::object fresh = new_workspace(a, bytes);
+    return {fresh, data_ptr(fresh)};
+  }
+  // Guarded by the GIL (every caller holds it); never destroyed, like the torch objects.
+  static auto* cache = new std::map<std::pair<int, uintptr_t>, Workspace>();
+  Workspace& slot = (*cache)[{device, stream}];
+  if (slot.bytes < bytes) {
+    slot.tensor = py::object();  // back to torch's allocator first: the new one may reuse it
+    slot.tensor = new_workspace(a, std::max(bytes, 2 * slot.bytes));
+    slot.bytes = std::max(bytes, 2 * slot.bytes);
+  }
+  return {slot.tensor, data_ptr(slot.tensor)};
 }
 
 TorchCall read_call(py::handle a_obj, py::handle b_obj, py::handle c_obj, py::handle out_obj, double alpha,

@@ -47,8 +47,12 @@ std::pair<int, int> device_props(int index);
 // The current torch stream of `device`, as a cudaStream_t value.
 uintptr_t current_stream(int device);
 
-// A new uint8 CUDA tensor of `bytes` on a's device from torch's allocator (stream-ordered, legal
-// under CUDA graph capture).
-py::object new_workspace(py::handle a, size_t bytes);
+// At least `bytes` of device scratch on a's device for a launch on `stream`, from torch's
+// allocator. Outside CUDA graph capture one buffer per (device, stream) is kept and reused (it
+// grows as needed): launches on one stream are ordered, so they may share it, and a call saves an
+// allocation through Python. During capture a fresh one is allocated (the graph's private pool),
+// so a replay never shares memory with eager launches on another stream. Returns the tensor
+// (keep it alive until the launch is enqueued) and its address.
+std::pair<py::object, void*> workspace_for(py::handle a, int device, uintptr_t stream, size_t bytes);
 
 }  // namespace pycutlass_gemm
