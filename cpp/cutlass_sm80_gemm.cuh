@@ -133,6 +133,17 @@ class CutlassSm80Gemm : public GemmKernel {
 
   const KernelInfo& info() const override { return info_; }
 
+  // Two tiles are registered per layout: 128x128 (4 warps) and 128x256 (8 warps of 64x64). The wide
+  // one reads A half as often: on the H100 it ran 1.10x / 1.06x / 1.10x cuBLAS at 1000x3000x777,
+  // 2048x1001x2048 and 4096x1001x4096 rr bf16, where 128x128 ran 1.05x / 0.77x / 0.92x. With fewer
+  // rows than two tile rows (96 x 50257 x 264) 128x128 was ahead (1.06x against 0.93x): the wide
+  // tile then wastes the same rows on twice the columns and has half the tiles to spread.
+  static constexpr int kWideTileBonus = 5;
+  int priority(const GemmProblem& p) const override {
+    if (kTileN <= 128) return info_.priority;
+    return p.m > kTileM ? info_.priority + kWideTileBonus : info_.priority - kWideTileBonus;
+  }
+
   // Slices of K for serial split-K (1: none). Batched problems are not split.
   static int split_k_slices(const GemmProblem& p) {
     if (p.batch != 1 || p.sm_count <= 0) return 1;

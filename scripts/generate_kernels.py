@@ -143,8 +143,9 @@ def all_kernels():
     # bf16 / f16 operands TMA cannot load (pointers, leading dimensions or rows not 16-byte
     # multiples): CUTLASS 2.x tensor op, element alignment, register-staged 2-stage mainloop
     # (cp.async cannot move 2 bytes). See cpp/cutlass_sm80_gemm.cuh for the choices.
-    for dtype, la_lb in itertools.product(["bf16", "f16"], LAYOUTS):
-        kernels.append(sm80(dtype, la_lb))
+    # Two tiles: 128x128, and 128x256 for problems of more than one tile row (CutlassSm80Gemm::priority).
+    for dtype, la_lb, tile in itertools.product(["bf16", "f16"], LAYOUTS, [(128, 128, 32), (128, 256, 32)]):
+        kernels.append(sm80(dtype, la_lb, tile))
     for la_lb in LAYOUTS:
         kernels.append(Kernel("simt", "f32", la_lb[0], la_lb[1], (128, 128, 8), scheduler="splitk"))
     return kernels
@@ -170,7 +171,7 @@ def tuning_kernels():
     ] + [  # unaligned bf16 (tracker issue 10: 1000x3000x777 rr, 2048x1001x2048 rr): other tiles of the
         # alignment-1 register-staged kernel: 128x256 / 256x128 with 8 warps of 64x64; warp tiles of
         # 64x32 / 32x64 (162 / 182 registers instead of 255, so more warps per SM)
-        sm80("bf16", "rr", (128, 256, 32), (64, 64, 32)), sm80("bf16", "rr", (256, 128, 32), (64, 64, 32)),
+        sm80("bf16", "rr", (256, 128, 32), (64, 64, 32)),
         sm80("bf16", "rr", (128, 128, 32), (64, 32, 32)), sm80("bf16", "rr", (64, 128, 32), (32, 64, 32)),
         sm80("bf16", "rr", (128, 64, 32), (64, 32, 32)),
     ] + [  # 4- and 8-byte aligned bf16: cp.async multistage (CUTLASS generator: GenerateSM80_TensorOp_16816)
