@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
@@ -224,7 +225,11 @@ std::pair<py::object, void*> workspace_for(py::handle a, int device, uintptr_t s
     cudaGetLastError();
     capture = cudaStreamCaptureStatusActive;  // unknown: take the safe way
   }
-  if (capture != cudaStreamCaptureStatusNone) {
+  static const bool reuse = [] {
+    const char* env = std::getenv("PYCUTLASS_GEMM_WORKSPACE_CACHE");
+    return env == nullptr || std::string(env) != "0";
+  }();
+  if (capture != cudaStreamCaptureStatusNone || !reuse) {
     py::object fresh = new_workspace(a, bytes);
     return {fresh, data_ptr(fresh)};
   }
