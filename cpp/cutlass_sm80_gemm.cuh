@@ -58,20 +58,12 @@
 
 #include <cuda_runtime.h>
 
-#include <algorithm>
-#include <climits>
-#include <string>
-#include <type_traits>
-
-#include "cutlass/cutlass.h"
 #include "cutlass/bfloat16.h"
 #include "cutlass/epilogue/thread/linear_combination.h"
-#include "cutlass/gemm/device/gemm_universal.h"
 #include "cutlass/gemm/threadblock/threadblock_swizzle.h"
 #include "cutlass/half.h"
 
-#include "cutlass_adapter.cuh"
-#include "gemm_problem.h"
+#include "cutlass_2x_gemm.cuh"
 
 namespace pycutlass_gemm {
 namespace sm80_detail {
@@ -80,9 +72,18 @@ template <class T> struct DTypeOf;
 template <> struct DTypeOf<cutlass::bfloat16_t> { static constexpr DType value = DType::BF16; };
 template <> struct DTypeOf<cutlass::half_t> { static constexpr DType value = DType::F16; };
 
-template <class Tag> constexpr Layout layout_of() {
-  return std::is_same_v<Tag, cutlass::layout::RowMajor> ? Layout::Row : Layout::Col;
-}
+template <class Element, class LayoutA, class LayoutB, class ThreadblockShape, class WarpShape, int kStages,
+          int kAlignment>
+using Gemm = cutlass::gemm::device::GemmUniversal<
+    Element, LayoutA, Element, LayoutB, Element, cutlass::layout::RowMajor, float, cutlass::arch::OpClassTensorOp,
+    cutlass::arch::Sm80, ThreadblockShape, WarpShape, cutlass::gemm::GemmShape<16, 8, 16>,
+    cutlass::epilogue::thread::LinearCombination<Element, kAlignment, float, float>,
+    cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<8>, kStages, kAlignment, kAlignment,
+    cutlass::arch::OpMultiplyAdd>;
+
+// Split when the tiles fill fewer than half the SMs: slices of at
+// least 512 of K and at most 16 of them: every slice boundary rounds the partial sum to 16 bits.
+using Split = SplitK<512, 16, 2>;
 
 }  // namespace sm80_detail
 
@@ -93,45 +94,23 @@ template <class Element_,          // cutlass::bfloat16_t or cutlass::half_t
           class WarpShape,         // cutlass::gemm::GemmShape<64, 64, 32>
           int kStages,             // 2: MmaPipelined (any alignment); >= 3: cp.async multistage
           int kAlignment_>         // elements, for A, B, C and D
-class CutlassSm80Gemm : public GemmKernel {
+class CutlassSm80Gemm
+    : public Cutlass2xGemm<sm80_detail::Gemm<Element_, LayoutA_, LayoutB_, ThreadblockShape, WarpShape, kStages,
+                                             kAlignment_>,
+                           LayoutA_, LayoutB_, sm80_detail::Split> {
+  using Base = Cutlass2xGemm<sm80_detail::Gemm<Element_, LayoutA_, LayoutB_, ThreadblockShape, WarpShape, kStages,
+                                               kAlignment_>,
+                             LayoutA_, LayoutB_, sm80_detail::Split>;
+
  public:
   using Element = Element_;
   static constexpr int kAlignment = kAlignment_;
   static_assert(kStages == 2 || kAlignment * int(sizeof(Element)) >= 4,
                 "cp.async (kStages >= 3) moves at least 4 bytes: alignment 1 needs the 2-stage mainloop");
 
-  using Gemm = cutlass::gemm::device::GemmUniversal<
-      Element, LayoutA_, Element, LayoutB_, Element, cutlass::layout::RowMajor, float,
-      cutlass::arch::OpClassTensorOp, cutlass::arch::Sm80, ThreadblockShape, WarpShape,
-      cutlass::gemm::GemmShape<16, 8, 16>,
-      cutlass::epilogue::thread::LinearCombination<Element, kAlignment, float, float>,
-      cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<8>, kStages, kAlignment, kAlignment,
-      cutlass::arch::OpMultiplyAdd>;
-  using Arguments = typename Gemm::Arguments;
-
-  static constexpr int kTileM = ThreadblockShape::kM;
-  static constexpr int kTileN = ThreadblockShape::kN;
-  // Split-K (single GEMMs whose tiles cannot fill the SMs): at least this much K per slice, and
-  // at most kMaxSlices slices, since every slice boundary rounds the partial sum to 16 bits.
-  static constexpr int64_t kMinKPerSlice = 512;
-  static constexpr int64_t kMaxSlices = 16;
-  static constexpr Layout kLayoutA = sm80_detail::layout_of<LayoutA_>();
-  static constexpr Layout kLayoutB = sm80_detail::layout_of<LayoutB_>();
-
   CutlassSm80Gemm(const char* name, const char* tile, int priority)
-      : info_{name,
-              "cutlass_sm80",
-              sm80_detail::DTypeOf<Element>::value,
-              Precision::Ieee,
-              kLayoutA,
-              kLayoutB,
-              90,
-              90,
-              tile,
-              kAlignment,
-              priority} {}
-
-  const KernelInfo& info() const override { return info_; }
+      : Base(KernelInfo{name, "cutlass_sm80", sm80_detail::DTypeOf<Element>::value, Precision::Ieee, Base::kLayoutA,
+                        Base::kLayoutB, 90, 90, tile, kAlignment, priority}) {}
 
   // Two tiles are registered per layout: 128x128 (4 warps) and 128x256 (8 warps of 64x64). The wide
   // one reads A half as often: on the H100 it ran 1.10x / 1.06x / 1.10x cuBLAS at 1000x3000x777,
@@ -140,54 +119,9 @@ class CutlassSm80Gemm : public GemmKernel {
   // tile then wastes the same rows on twice the columns and has half the tiles to spread.
   static constexpr int kWideTileBonus = 5;
   int priority(const GemmProblem& p) const override {
-    if (kTileN <= 128) return info_.priority;
-    return p.m > kTileM ? info_.priority + kWideTileBonus : info_.priority - kWideTileBonus;
+    if (Base::kTileN <= 128) return this->info_.priority;
+    return p.m > Base::kTileM ? this->info_.priority + kWideTileBonus : this->info_.priority - kWideTileBonus;
   }
-
-  // Slices of K for serial split-K (1: none). Batched problems are not split.
-  static int split_k_slices(const GemmProblem& p) {
-    if (p.batch != 1 || p.sm_count <= 0) return 1;
-    const int64_t tiles = ((p.m + kTileM - 1) / kTileM) * ((p.n + kTileN - 1) / kTileN);
-    if (2 * tiles >= p.sm_count) return 1;
-    const int64_t by_sms = p.sm_count / tiles;
-    const int64_t by_k = p.k / kMinKPerSlice;
-    return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({by_sms, by_k, kMaxSlices})));
-  }
-
-  std::string can_implement(const GemmProblem& p) const override {
-    std::string why = check_common(info_, p);
-    if (!why.empty()) return why;
-    if (p.m <= 0 || p.n <= 0 || p.k <= 0 || p.batch <= 0) return "empty problem";
-    if (p.m > INT_MAX || p.n > INT_MAX || p.k > INT_MAX) return "m, n and k must fit in int32";
-    if (p.batch > 65535) return "at most 65535 batches";
-    if (p.batch > 1 && p.d.batch_stride == 0) return "D needs a nonzero batch stride";
-    return cutlass_adapter::can_implement<Gemm>(make_arguments(p));
-  }
-
-  size_t workspace_size(const GemmProblem& p) const override {
-    return Gemm::get_workspace_size(make_arguments(p));
-  }
-
-  // The caller has checked can_implement (bindings.cpp does before every run).
-  void run(const GemmProblem& p, void* workspace) const override {
-    cutlass_adapter::run<Gemm>(info_.name, make_arguments(p), workspace, reinterpret_cast<cudaStream_t>(p.stream));
-  }
-
- private:
-  static Arguments make_arguments(const GemmProblem& p) {
-    const bool batched = p.batch > 1;
-    const bool beta = p.beta != 0.0;
-    const MatrixRef& c = beta ? p.c : p.d;  // C is not read when beta == 0
-    typename Gemm::EpilogueOutputOp::Params epilogue(static_cast<float>(p.alpha), static_cast<float>(p.beta));
-    return Arguments(batched ? cutlass::gemm::GemmUniversalMode::kBatched : cutlass::gemm::GemmUniversalMode::kGemm,
-                     cutlass::gemm::GemmCoord(static_cast<int>(p.m), static_cast<int>(p.n), static_cast<int>(p.k)),
-                     batched ? static_cast<int>(p.batch) : split_k_slices(p), epilogue, p.a.ptr, p.b.ptr, c.ptr,
-                     const_cast<void*>(p.d.ptr), batched ? p.a.batch_stride : 0, batched ? p.b.batch_stride : 0,
-                     batched ? c.batch_stride : 0, batched ? p.d.batch_stride : 0, p.a.ld(kLayoutA), p.b.ld(kLayoutB),
-                     c.ld(Layout::Row), p.d.ld(Layout::Row));
-  }
-
-  KernelInfo info_;
 };
 
 }  // namespace pycutlass_gemm

@@ -1,0 +1,100 @@
+// What the two CUTLASS 2.x kernel wrappers (cutlass_simt_gemm.cuh: IEEE fp32 on CUDA cores;
+// cutlass_sm80_gemm.cuh: bf16/f16 tensor op at any alignment) share: both are
+// cutlass::gemm::device::GemmUniversal, which runs a single GEMM with serial split-K (mode kGemm,
+// batch_count = slices, a semaphore per output tile in the workspace, slices added in a fixed
+// order) or a strided batch (mode kBatched), with C and D row-major.
+//
+// Split-K: when the output tiles cannot fill the SMs (the large-K workload, 256 x 256 x 524288,
+// is four 128 x 128 tiles), K is split so that about one thread block runs per SM, each slice
+// covering at least SplitK::kMinKPerSlice of K and at most SplitK::kMaxSlices slices.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <climits>
+#include <string>
+#include <type_traits>
+
+#include "cutlass/cutlass.h"
+#include "cutlass/gemm/device/gemm_universal.h"
+
+#include "cutlass_adapter.cuh"
+#include "gemm_problem.h"
+
+namespace pycutlass_gemm {
+
+// How a family splits K: below `kTilesPerSmToSplit` output tiles per SM a problem is split into
+// slices of at least kMinKPerSlice, at most kMaxSlices of them.
+template <int64_t kMinKPerSlice_, int64_t kMaxSlices_, int64_t kTilesPerSmToSplit_>
+struct SplitK {
+  static constexpr int64_t kMinKPerSlice = kMinKPerSlice_;
+  static constexpr int64_t kMaxSlices = kMaxSlices_;
+  static constexpr int64_t kTilesPerSmToSplit = kTilesPerSmToSplit_;  // x 1/denominator below
+};
+
+template <class Gemm_,       // cutlass::gemm::device::GemmUniversal<...>
+          class LayoutA_,    // user layout of A (m x k): cutlass::layout::RowMajor / ColumnMajor
+          class LayoutB_,    // user layout of B (k x n)
+          class SplitK_>     // SplitK<...>
+class Cutlass2xGemm : public GemmKernel {
+ public:
+  using Gemm = Gemm_;
+  using Arguments = typename Gemm::Arguments;
+  static constexpr int kTileM = Gemm::ThreadblockShape::kM;
+  static constexpr int kTileN = Gemm::ThreadblockShape::kN;
+  static constexpr Layout kLayoutA = std::is_same_v<LayoutA_, cutlass::layout::RowMajor> ? Layout::Row : Layout::Col;
+  static constexpr Layout kLayoutB = std::is_same_v<LayoutB_, cutlass::layout::RowMajor> ? Layout::Row : Layout::Col;
+
+  explicit Cutlass2xGemm(KernelInfo info) : info_(std::move(info)) {}
+
+  const KernelInfo& info() const override { return info_; }
+
+  // Slices of K for serial split-K (1: none). Batched problems are not split.
+  static int split_k_slices(const GemmProblem& p) {
+    if (p.batch != 1 || p.sm_count <= 0) return 1;
+    const int64_t tiles = ((p.m + kTileM - 1) / kTileM) * ((p.n + kTileN - 1) / kTileN);
+    if (tiles * SplitK_::kTilesPerSmToSplit >= p.sm_count) return 1;
+    const int64_t by_sms = p.sm_count / tiles;
+    const int64_t by_k = p.k / SplitK_::kMinKPerSlice;
+    return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({by_sms, by_k, SplitK_::kMaxSlices})));
+  }
+
+  std::string can_implement(const GemmProblem& p) const override {
+    std::string why = check_common(info_, p);
+    if (!why.empty()) return why;
+    if (p.m <= 0 || p.n <= 0 || p.k <= 0 || p.batch <= 0) return "empty problem";
+    if (p.m > INT_MAX || p.n > INT_MAX || p.k > INT_MAX) return "m, n and k must fit in int32";
+    if (p.batch > 65535) return "at most 65535 batches";
+    if (p.batch > 1 && p.d.batch_stride == 0) return "D needs a nonzero batch stride";
+    return cutlass_adapter::can_implement<Gemm>(make_arguments(p));
+  }
+
+  size_t workspace_size(const GemmProblem& p) const override {
+    return Gemm::get_workspace_size(make_arguments(p));
+  }
+
+  // The caller has checked can_implement (the plan cache holds only kernels that accepted the problem's class).
+  void run(const GemmProblem& p, void* workspace) const override {
+    cutlass_adapter::run<Gemm>(info_.name, make_arguments(p), workspace, reinterpret_cast<cudaStream_t>(p.stream));
+  }
+
+ protected:
+  KernelInfo info_;
+
+ private:
+  static Arguments make_arguments(const GemmProblem& p) {
+    const bool batched = p.batch > 1;
+    const bool beta = p.beta != 0.0;
+    const MatrixRef& c = beta ? p.c : p.d;  // C is not read when beta == 0
+    typename Gemm::EpilogueOutputOp::Params epilogue(static_cast<float>(p.alpha), static_cast<float>(p.beta));
+    return Arguments(batched ? cutlass::gemm::GemmUniversalMode::kBatched : cutlass::gemm::GemmUniversalMode::kGemm,
+                     cutlass::gemm::GemmCoord(static_cast<int>(p.m), static_cast<int>(p.n), static_cast<int>(p.k)),
+                     batched ? static_cast<int>(p.batch) : split_k_slices(p), epilogue, p.a.ptr, p.b.ptr, c.ptr,
+                     const_cast<void*>(p.d.ptr), batched ? p.a.batch_stride : 0, batched ? p.b.batch_stride : 0,
+                     batched ? c.batch_stride : 0, batched ? p.d.batch_stride : 0, p.a.ld(kLayoutA), p.b.ld(kLayoutB),
+                     c.ld(Layout::Row), p.d.ld(Layout::Row));
+  }
+};
+
+}  // namespace pycutlass_gemm
