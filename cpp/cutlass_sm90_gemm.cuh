@@ -18,6 +18,8 @@
 // test/unit/gemm/device/sm90_gemm_tf32_tf32_f32_tensor_op_f32.cu, tf32t_tf32t);
 // with a TMA epilogue it writes D transposed. Transposed, rr becomes cc
 // (A' MN-major in registers, B' K-major in smem): the plain, tested RS path.
+// Also used (bf16/f16, rc) for small M: x @ W.T with a few rows of x becomes W x^T, W's rows
+// on the 128-row tile and x's few rows on a narrow N tile, both operands K-major.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -181,7 +183,12 @@ class CutlassSm90Gemm : public GemmKernel {
   static constexpr double kPoorWaveEfficiency = 0.6;  // tiles / (waves x SMs) below this
   // A bias kernel is for bias rows; on other problems its plain twin (or anything else) goes first.
   static constexpr int kWithoutBiasPriority = 60;
+  // A kernel that swaps A and B for its own sake (not tf32's K-major need: see kTransposed) has a
+  // narrow N tile for few rows of the user's M: first for m up to that width, last otherwise.
+  static constexpr bool kSmallM = kTransposed && !std::is_same_v<Element, float>;
+  static constexpr int kSmallMPriority = 110, kNotSmallMPriority = 40;
   int priority(const GemmProblem& p) const override {
+    if constexpr (kSmallM) return p.m <= kTileN ? kSmallMPriority : kNotSmallMPriority;
     if (kBias && !has_bias_row(p)) return kWithoutBiasPriority;
     if (kStreamK || p.sm_count <= 0) return info_.priority;
     const int64_t mp = kTransposed ? p.n : p.m, np = kTransposed ? p.m : p.n;

@@ -50,6 +50,7 @@ class Kernel:
     stages: int = 4                 # simt, sm80 (2: register-staged mainloop; >= 3: cp.async)
     alignment: int = 1              # sm80 only: elements, for A, B, C and D
     bias: bool = False              # sm90 only: the epilogue also adds a bias row (F.linear)
+    swap_ab: bool = False           # sm90 only: run as D^T = B^T A^T (small M on the narrow tile N)
 
     @property
     def priority(self):
@@ -60,7 +61,8 @@ class Kernel:
         # tf32 wgmma reads only K-major smem; with row-major A and B CUTLASS's builder
         # would pick its SwapAB path, which needs the non-TMA EpilogueTransposed.
         # Computing D^T = B^T A^T instead turns rr into cc with a column-major D^T.
-        return self.family == "sm90" and self.dtype == "tf32" and self.layout_a + self.layout_b == "rr"
+        tf32_rr = self.family == "sm90" and self.dtype == "tf32" and self.layout_a + self.layout_b == "rr"
+        return tf32_rr or self.swap_ab
 
     @property
     def name(self):
@@ -72,7 +74,8 @@ class Kernel:
             return f"sm80_{self.dtype}_{self.layout_a}{self.layout_b}_{t}{w}_a{self.alignment}_s{self.stages}"
         c = "x".join(map(str, self.cluster))
         bias = "_bias" if self.bias else ""
-        return f"sm90_{self.dtype}_{self.layout_a}{self.layout_b}_{t}_c{c}_{self.schedule}_{self.scheduler}{bias}"
+        swap = "_swapab" if self.swap_ab else ""
+        return f"sm90_{self.dtype}_{self.layout_a}{self.layout_b}_{t}_c{c}_{self.schedule}_{self.scheduler}{swap}{bias}"
 
     @property
     def filename(self):
@@ -140,6 +143,11 @@ def all_kernels():
     # rc: the backward products have no bias, and fp32 is not routed by default.
     for dtype in ["bf16", "f16"]:
         kernels.append(Kernel("sm90", dtype, "r", "c", (128, 256, 64), (2, 1), "coop", "persistent", bias=True))
+    # Decode-time x @ W.T (M <= 32 tokens against a large weight, rc): computed as D^T = W x^T so the
+    # weight's rows fill the 128-row tile and the few tokens the 32-wide one; stream-K splits K so
+    # every SM streams a share of W (CutlassSm90Gemm::priority takes it for m <= 32 only).
+    for dtype in ["bf16", "f16"]:
+        kernels.append(Kernel("sm90", dtype, "r", "c", (128, 32, 128), (1, 1), "coop", "streamk", swap_ab=True))
     # bf16 / f16 operands TMA cannot load (pointers, leading dimensions or rows not 16-byte
     # multiples): CUTLASS 2.x tensor op, element alignment, register-staged 2-stage mainloop
     # (cp.async cannot move 2 bytes). See cpp/cutlass_sm80_gemm.cuh for the choices.
