@@ -37,14 +37,10 @@ py::dict kernel_dict(const KernelInfo& i) {
 
 Precision precision_of(int code) { return code == 1 ? Precision::Tf32 : Precision::Ieee; }
 
-// The plan for a call; ValueError naming the problem where no kernel (or not the named one) can run it.
+// The plan for a call; ValueError naming the problem where no kernel (or not the named one) can
+// run it (an unknown name: std::invalid_argument, which pybind11 raises as ValueError too).
 std::shared_ptr<const CachedPlan> plan_or_raise(const GemmProblem& p, const std::string& variant) {
-  std::shared_ptr<const CachedPlan> plan;
-  try {
-    plan = cached_plan(p, variant);
-  } catch (const std::invalid_argument& e) {
-    throw py::value_error(e.what());
-  }
+  std::shared_ptr<const CachedPlan> plan = cached_plan(p, variant);
   if (plan->kernel == nullptr) throw py::value_error("pycutlass_gemm: " + plan->error);
   return plan;
 }
@@ -81,19 +77,12 @@ py::object gemm(py::handle a, py::handle b, py::handle c, py::handle out, double
                 const std::string& variant, int precision, bool deterministic, bool torch_takes_fallback) {
   TorchCall call = read_call(a, b, c, out, alpha, beta, precision_of(precision), deterministic, Mode::Run);
   GemmProblem& p = call.problem;
-  const bool empty = p.m == 0 || p.n == 0 || p.k == 0 || p.batch == 0;
   std::shared_ptr<const CachedPlan> plan;
-  if (!empty || variant != "auto") {
+  if (!is_empty(p) || variant != "auto") {
     plan = plan_or_raise(p, variant);  // pointers of D do not enter the plan: torch aligns to 256 bytes
     if (torch_takes_fallback && plan->kernel->info().family == "fallback") return py::none();
   }
-  py::object result = py::reinterpret_borrow<py::object>(out);
-  if (out.is_none()) {
-    py::tuple shape(call.out_shape.size());
-    for (size_t i = 0; i < call.out_shape.size(); ++i) shape[i] = call.out_shape[i];
-    result = a.attr("new_empty")(shape);
-    set_output(call, result, !c.is_none());
-  }
+  py::object result = out.is_none() ? new_output(call, a, !c.is_none()) : py::reinterpret_borrow<py::object>(out);
   if (p.m == 0 || p.n == 0 || p.batch == 0) return result;
   if (p.k == 0) {  // no products: D = beta * C
     if (!c.is_none() && beta != 0.0) return result.attr("copy_")(c.attr("expand")(result.attr("shape"))).attr("mul_")(beta);
@@ -151,11 +140,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("can_implement", [](const std::string& name, py::handle a, py::handle b, py::handle c, py::handle out,
                             double beta, int precision, int arch) {
     TorchCall call = read_call(a, b, c, out, 1.0, beta, precision_of(precision), true, Mode::Plan, arch);
-    const GemmKernel* k = find_kernel(name, call.problem.dtype);
-    if (k == nullptr)
-      throw py::value_error("no kernel named '" + name + "' for " + dtype_name(call.problem.dtype) +
-                            " inputs; pycutlass_gemm.kernels() lists them");
-    return k->can_implement(call.problem);
+    return kernel_named(name, call.problem.dtype).can_implement(call.problem);
   }, "'' if the named kernel can run the problem, else the reason it cannot.");
 
   m.def("plan_key", [](py::handle a, py::handle b, py::handle c, py::handle out, double beta, int precision,

@@ -71,6 +71,8 @@ static bool aligned(const void* ptr, int64_t bytes) {
   return reinterpret_cast<uintptr_t>(ptr) % static_cast<uintptr_t>(bytes) == 0;
 }
 
+bool is_empty(const GemmProblem& p) { return p.m == 0 || p.n == 0 || p.k == 0 || p.batch == 0; }
+
 bool has_bias_row(const GemmProblem& p) {
   return p.beta == 1.0 && p.batch == 1 && p.c.rows > 1 && p.c.row_stride == 0 && (p.c.col_stride == 1 || p.c.cols <= 1);
 }

@@ -88,6 +88,9 @@ class GemmKernel {
   virtual void run(const GemmProblem& p, void* workspace) const = 0;
 };
 
+// No products to compute: m, n, k or batch is 0.
+bool is_empty(const GemmProblem& p);
+
 // C is one row broadcast down the output (row stride 0, contiguous), added with beta 1:
 // F.linear's and torch.addmm's bias. Kernels with takes_bias_row add it in their epilogue.
 bool has_bias_row(const GemmProblem& p);

@@ -60,8 +60,6 @@ Cache& cache() {
   return *entries;  // never destroyed: a launch may race interpreter shutdown
 }
 
-bool empty_problem(const GemmProblem& p) { return p.m == 0 || p.n == 0 || p.k == 0 || p.batch == 0; }
-
 CachedPlan compute_plan(const GemmProblem& p, const std::string& variant) {
   CachedPlan out;
   if (variant == "auto") {
@@ -69,21 +67,18 @@ CachedPlan compute_plan(const GemmProblem& p, const std::string& variant) {
     out.kernel = chosen.kernel;
     (out.kernel ? out.reason : out.error) = chosen.reason;
   } else {
-    const GemmKernel* k = find_kernel(variant, p.dtype);
-    if (k == nullptr)
-      throw std::invalid_argument("no kernel named '" + variant + "' for " + dtype_name(p.dtype) +
-                                  " inputs; pycutlass_gemm.kernels() lists them");
+    const GemmKernel& k = kernel_named(variant, p.dtype);
     // An empty problem launches nothing, but a kernel named for it must still suit its dtype,
     // precision, layouts, device and alignment, as it would for a non-empty one.
-    const std::string why = empty_problem(p) ? check_common(k->info(), p) : k->can_implement(p);
+    const std::string why = is_empty(p) ? check_common(k.info(), p) : k.can_implement(p);
     if (why.empty()) {
-      out.kernel = k;
+      out.kernel = &k;
       out.reason = "named by the caller";
     } else {
       out.error = "kernel '" + variant + "' cannot implement this problem: " + why;
     }
   }
-  if (out.kernel != nullptr && !empty_problem(p)) out.workspace_bytes = out.kernel->workspace_size(p);
+  if (out.kernel != nullptr && !is_empty(p)) out.workspace_bytes = out.kernel->workspace_size(p);
   return out;
 }
 

@@ -38,8 +38,8 @@ struct CachedPlan {
   size_t workspace_bytes = 0;
 };
 
-// Thread-safe; computes and remembers on a miss. An unknown variant name is not cached: it
-// throws std::invalid_argument naming it.
+// Thread-safe; computes and remembers on a miss. An unknown variant name is not cached:
+// kernel_named() throws std::invalid_argument naming it.
 std::shared_ptr<const CachedPlan> cached_plan(const GemmProblem& p, const std::string& variant);
 // How many problem classes are remembered (for tests); clear_plan_cache() forgets them.
 size_t plan_cache_size();

@@ -1,6 +1,7 @@
 #include "registry.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace pycutlass_gemm {
 
@@ -19,6 +20,14 @@ const GemmKernel* find_kernel(const std::string& name, DType dtype) {
   for (const GemmKernel* k : all_kernels())
     if (k->info().name == name && k->info().dtype == dtype) return k;
   return nullptr;
+}
+
+const GemmKernel& kernel_named(const std::string& name, DType dtype) {
+  const GemmKernel* k = find_kernel(name, dtype);
+  if (k == nullptr)
+    throw std::invalid_argument("no kernel named '" + name + "' for " + dtype_name(dtype) +
+                                " inputs; pycutlass_gemm.kernels() lists them");
+  return *k;
 }
 
 Plan plan(const GemmProblem& p) {

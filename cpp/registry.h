@@ -13,6 +13,8 @@ const std::vector<const GemmKernel*>& all_kernels();
 // The kernel of that name built for that dtype (the naive and fallback kernels
 // are one name for every dtype); nullptr if absent.
 const GemmKernel* find_kernel(const std::string& name, DType dtype);
+// The same, or std::invalid_argument naming it (pybind11 raises that as ValueError).
+const GemmKernel& kernel_named(const std::string& name, DType dtype);
 
 // What `variant="auto"` runs: the kernel, and why it was chosen (or why each
 // faster one was refused).

@@ -43,6 +43,8 @@ struct Tensor {
   }
 };
 
+uintptr_t data_ptr(py::handle t) { return t.attr(torch_().data_ptr)().cast<uintptr_t>(); }
+
 std::string shape_str(const int64_t* s, int dim) {
   std::string out = "(";
   for (int i = 0; i < dim; ++i) out += (i ? ", " : "") + std::to_string(s[i]);
@@ -80,7 +82,7 @@ Tensor read_tensor(py::handle obj, const char* what, int min_dim, int max_dim, b
   out.cuda = obj.attr(t.is_cuda).cast<bool>();
   if (out.cuda) out.index = obj.attr(t.get_device)().cast<int>();
   else out.meta = obj.attr(t.is_meta).cast<bool>();
-  if (read_ptr && !out.meta) out.ptr = obj.attr(t.data_ptr)().cast<uintptr_t>();
+  if (read_ptr && !out.meta) out.ptr = data_ptr(obj);
   return out;
 }
 
@@ -109,18 +111,17 @@ MatrixRef matrix(const Tensor& t, int64_t batch, const int64_t* size, const int6
 MatrixRef matrix(const Tensor& t, int64_t batch) { return matrix(t, batch, t.size, t.stride, t.dim); }
 
 // [first, last) bytes a view can touch; empty views touch none.
-std::pair<uintptr_t, uintptr_t> byte_span(const Tensor& t, const int64_t* size, const int64_t* stride, int dim,
-                                          int elem) {
+std::pair<uintptr_t, uintptr_t> byte_span(const Tensor& t, int elem) {
   int64_t last = 0;
-  for (int i = 0; i < dim; ++i) last += (size[i] - 1) * stride[i];
+  for (int i = 0; i < t.dim; ++i) last += (t.size[i] - 1) * t.stride[i];
   return {t.ptr, t.ptr + static_cast<uintptr_t>((last + 1) * elem)};
 }
 
 bool overlaps(const Tensor& x, const Tensor& y, int elem) {
   if (x.ptr == 0 || y.ptr == 0 || x.numel() == 0 || y.numel() == 0 || !same_device(x, y))
     return false;  // without pointers (meta, fake) nothing can be said
-  const auto [x0, x1] = byte_span(x, x.size, x.stride, x.dim, elem);
-  const auto [y0, y1] = byte_span(y, y.size, y.stride, y.dim, elem);
+  const auto [x0, x1] = byte_span(x, elem);
+  const auto [y0, y1] = byte_span(y, elem);
   return x0 < y1 && y0 < x1;
 }
 
@@ -210,8 +211,6 @@ py::object new_workspace(py::handle a, size_t bytes) {
   return a.attr(torch_().new_empty)(py::make_tuple(bytes), py::arg("dtype") = torch_().u8);
 }
 
-void* data_ptr(py::handle t) { return reinterpret_cast<void*>(t.attr(torch_().data_ptr)().cast<uintptr_t>()); }
-
 struct Workspace {
   py::object tensor;
   size_t bytes = 0;
@@ -231,7 +230,7 @@ std::pair<py::object, void*> workspace_for(py::handle a, int device, uintptr_t s
   }();
   if (capture != cudaStreamCaptureStatusNone || !reuse) {
     py::object fresh = new_workspace(a, bytes);
-    return {fresh, data_ptr(fresh)};
+    return {fresh, reinterpret_cast<void*>(data_ptr(fresh))};
   }
   // Guarded by the GIL (every caller holds it); never destroyed, like the torch objects.
   static auto* cache = new std::map<std::pair<int, uintptr_t>, Workspace>();
@@ -241,7 +240,7 @@ std::pair<py::object, void*> workspace_for(py::handle a, int device, uintptr_t s
     slot.tensor = new_workspace(a, std::max(bytes, 2 * slot.bytes));
     slot.bytes = std::max(bytes, 2 * slot.bytes);
   }
-  return {slot.tensor, data_ptr(slot.tensor)};
+  return {slot.tensor, reinterpret_cast<void*>(data_ptr(slot.tensor))};
 }
 
 TorchCall read_call(py::handle a_obj, py::handle b_obj, py::handle c_obj, py::handle out_obj, double alpha,
@@ -315,10 +314,14 @@ TorchCall read_call(py::handle a_obj, py::handle b_obj, py::handle c_obj, py::ha
   return call;
 }
 
-void set_output(TorchCall& call, py::handle out, bool has_c) {
+py::object new_output(TorchCall& call, py::handle a, bool has_c) {
+  py::tuple shape(call.out_shape.size());
+  for (size_t i = 0; i < call.out_shape.size(); ++i) shape[i] = call.out_shape[i];
+  py::object out = a.attr(torch_().new_empty)(shape);
   GemmProblem& p = call.problem;
-  p.d.ptr = reinterpret_cast<const void*>(out.attr(torch_().data_ptr)().cast<uintptr_t>());
+  p.d.ptr = reinterpret_cast<const void*>(data_ptr(out));
   if (!has_c) p.c = p.d;
+  return out;
 }
 
 }  // namespace pycutlass_gemm

@@ -37,8 +37,9 @@ struct TorchCall {
 TorchCall read_call(py::handle a, py::handle b, py::handle c, py::handle out, double alpha, double beta,
                     Precision precision, bool deterministic, Mode mode, int arch = 0);
 
-// D (and C when absent) once the output exists: a tensor made by torch for this call.
-void set_output(TorchCall& call, py::handle out, bool has_c);
+// The output of a call given none: a new row-major tensor from torch's allocator, through a's own
+// new_empty (its dtype and device); D (and C when the call has none) now point to it.
+py::object new_output(TorchCall& call, py::handle a, bool has_c);
 
 // (compute capability as 90, multiprocessor count) of CUDA device `index`, read once per device;
 // {0, 0} where there is no such device or no driver.
