@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import torch
 
-from .launch import launch
+from .launch import launch, launchable
 from .library import LIB, OP
 
-_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)  # exact types: subclasses go to the dispatcher
 _is_compiling = torch.compiler.is_compiling
-_dispatch_modes = torch._C._len_torch_dispatch_stack
 
 
 def _setup_context(ctx, inputs, output):
@@ -45,8 +43,7 @@ def _backward(ctx, grad):
     precision = ctx.precision or None
     # Without create_graph, on plain tensors (not torch.compile's tracing of the backward), the
     # gradients' own products need no autograd and no dispatch: launch them directly.
-    direct = not torch.is_grad_enabled() and type(grad) in _PLAIN_TENSORS and _dispatch_modes() == 0
-    product = launch if direct else gemm
+    product = launch if not torch.is_grad_enabled() and launchable(grad) else gemm
     if ctx.needs_input_grad[0]:
         grad_a = _sum_to(product(grad, b.transpose(-1, -2), alpha=ctx.alpha, precision=precision), ctx.a_shape)
     if ctx.needs_input_grad[1]:
@@ -102,12 +99,11 @@ def gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None, *, alp
         return launch(a, b, c, alpha=alpha, beta=beta, variant=variant, out=out, precision=precision)
     if _is_compiling():
         return OP(a, b, c, float(alpha), float(beta), variant, precision or "")
-    if type(a) in _PLAIN_TENSORS and type(b) in _PLAIN_TENSORS and (c is None or type(c) in _PLAIN_TENSORS):
-        if _dispatch_modes() == 0:
-            if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad or (c is not None and c.requires_grad)):
-                return _GemmFunction.apply(a, b, c, float(alpha), float(beta), variant, precision or "")
-            return launch(a, b, c, alpha=alpha, beta=beta, variant=variant, precision=precision)
-    elif not all(isinstance(t, torch.Tensor) for t in (a, b)) or not (c is None or isinstance(c, torch.Tensor)):
+    if launchable(a, b, c):
+        if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad or (c is not None and c.requires_grad)):
+            return _GemmFunction.apply(a, b, c, float(alpha), float(beta), variant, precision or "")
+        return launch(a, b, c, alpha=alpha, beta=beta, variant=variant, precision=precision)
+    if not all(isinstance(t, torch.Tensor) for t in (a, b)) or not (c is None or isinstance(c, torch.Tensor)):
         return launch(a, b, c, alpha=alpha, beta=beta, variant=variant, precision=precision)  # raises TypeError
     return OP(a, b, c, float(alpha), float(beta), variant, precision or "")
 

@@ -27,6 +27,15 @@ _C.bind_torch(torch.Tensor, torch.float32, torch.float16, torch.bfloat16, torch.
 
 PRECISIONS = ("ieee", "tf32")
 _PRECISION_CODE = {"ieee": 0, "tf32": 1}  # _C's Precision values
+_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)  # exact types: subclasses go to the dispatcher
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+
+
+def launchable(*tensors) -> bool:
+    """Whether a call on these tensors (None: absent) may go straight to the C++ launch: plain
+    torch tensors, not subclasses (FakeTensor while torch.compile traces, functional tensors), and
+    no dispatch mode active (it must see the call)."""
+    return all(t is None or type(t) in _PLAIN_TENSORS for t in tensors) and _dispatch_modes() == 0
 
 
 def kernels() -> list[dict]:
@@ -96,10 +105,12 @@ def can_run(name: str, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None 
 
 def launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None, *, alpha: float = 1.0,
            beta: float = 0.0, variant: str = "auto", out: torch.Tensor | None = None,
-           precision: str | None = None) -> torch.Tensor:
-    """``alpha * (a @ b) + beta * c`` on the GPU, no autograd: what ``gemm`` runs (see there)."""
+           precision: str | None = None, torch_takes_fallback: bool = False) -> torch.Tensor | None:
+    """``alpha * (a @ b) + beta * c`` on the GPU, no autograd: what ``gemm`` runs (see there).
+    With ``torch_takes_fallback``, a problem only the fallback kernel could run is not launched
+    and None is returned (enable()'s routing then hands it to torch)."""
     return _C.gemm(a, b, c, out, float(alpha), float(beta), variant, precision_code(a, precision),
-                   torch.are_deterministic_algorithms_enabled())
+                   torch.are_deterministic_algorithms_enabled(), torch_takes_fallback)
 
 
 def check(a, b, c, alpha: float, beta: float, variant: str, precision: str | None) -> list[int]:

@@ -28,15 +28,11 @@ import warnings
 
 import torch
 
-from . import launch as _launch
+from .launch import launch, launchable
 
 DEFAULT_DTYPES = (torch.bfloat16, torch.float16)
-_C = _launch._C
 _ATEN = torch.ops.aten
 _BELOW = torch._C._after_ADInplaceOrView_keyset  # where a handed-on call continues: the CUDA kernels
-_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
-_dispatch_modes = torch._C._len_torch_dispatch_stack
-_deterministic = torch.are_deterministic_algorithms_enabled
 
 
 class _Router:
@@ -61,16 +57,12 @@ class _Router:
     def _gemm(self, a, b, c=None, alpha=1.0, beta=0.0, out=None):
         """The package's result, or None to hand the call on (torch then also raises the errors of
         the operator's own contract: mm takes 2-D operands, bmm 3-D ones of one batch size)."""
-        if (type(a) not in _PLAIN_TENSORS or type(b) not in _PLAIN_TENSORS or not a.is_cuda
-                or a.dtype not in self.dtypes or _dispatch_modes()):
+        if not launchable(a, b, c, out) or not a.is_cuda or a.dtype not in self.dtypes:
             return None
         if a.dim() != b.dim() or a.dim() == 3 and a.shape[0] != b.shape[0]:
             return None
-        if c is not None and type(c) not in _PLAIN_TENSORS or out is not None and type(out) not in _PLAIN_TENSORS:
-            return None
         try:
-            return _C.gemm(a, b, c, out, float(alpha), float(beta), "auto", _launch.precision_code(a, None),
-                           _deterministic(), True)
+            return launch(a, b, c, alpha=alpha, beta=beta, out=out, torch_takes_fallback=True)
         except (TypeError, ValueError):
             return None  # torch raises its own error for what it refuses, or computes what it takes
 
@@ -107,7 +99,7 @@ def _resized(out, a, b) -> bool:
     """torch resizes an out= tensor of the wrong shape (an empty one silently): so do we."""
     shape = (*a.shape[:-1], b.shape[-1])
     if tuple(out.shape) != shape:
-        if type(out) not in _PLAIN_TENSORS:
+        if not launchable(out):
             return False
         out.resize_(shape)
     return True
