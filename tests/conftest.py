@@ -54,6 +54,12 @@ def poisoned(m, n, dtype, device="cuda"):
     return torch.full((m, n), float("nan"), dtype=dtype, device=device)
 
 
+def rel(out: torch.Tensor, ref: torch.Tensor) -> float:
+    """‖out − ref‖/‖ref‖ in float64."""
+    ref = ref.double()
+    return float(torch.linalg.vector_norm(out.double() - ref) / torch.linalg.vector_norm(ref))
+
+
 def rel_error(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> float:
     ref = a.double() @ b.double()
     if ref.numel() == 0:

@@ -9,13 +9,9 @@ import torch
 import torch.nn.functional as F
 
 import pycutlass_gemm as pg
-from conftest import HAS_CUDA, matrix, rel_error, tolerance
+from conftest import HAS_CUDA, matrix, rel, rel_error, tolerance
 
 pytestmark = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
-
-
-def rel(x, ref):
-    return float(torch.linalg.vector_norm(x.double() - ref.double()) / torch.linalg.vector_norm(ref.double()))
 
 
 def mlp(dtype):

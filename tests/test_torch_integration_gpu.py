@@ -6,14 +6,9 @@ import pytest
 import torch
 
 import pycutlass_gemm as pg
-from conftest import dtype_id, gpu, matrix, tolerance
+from conftest import dtype_id, gpu, matrix, rel, tolerance
 
 pytestmark = [pytest.mark.gpu, gpu]
-
-
-def rel(out, ref):
-    ref = ref.double()
-    return float(torch.linalg.vector_norm(out.double() - ref) / torch.linalg.vector_norm(ref))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=dtype_id)
