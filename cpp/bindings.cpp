@@ -9,6 +9,7 @@
 #include <atomic>
 #include <stdexcept>
 
+#include "heuristics.h"
 #include "plan_cache.h"
 #include "registry.h"
 #include "torch_call.h"
@@ -70,6 +71,42 @@ class DeviceGuard {
   int previous_ = -1;
 };
 
+// pycutlass_gemm.autotune's tuner: called as tuner(a, b, c, out, alpha, beta, precision,
+// deterministic, key) on the first call of a class that is not tuned yet; it times the candidates
+// and records the winner with set_tuned(key, name). None: no tuner (autotuning off).
+py::object& autotuner() {
+  static auto* f = new py::object();  // never destroyed: may outlive the interpreter's teardown
+  return *f;
+}
+thread_local bool tuning = false;  // the tuner's own launches name their kernel; never tune inside it
+
+bool capturing(uintptr_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(reinterpret_cast<cudaStream_t>(stream), &status) != cudaSuccess) {
+    cudaGetLastError();
+    return true;  // unknown: do not launch extra work
+  }
+  return status != cudaStreamCaptureStatusNone;
+}
+
+// Autotuning: the first call of an untuned class (not under CUDA graph capture, where timing
+// cannot run) asks the tuner, then plans again; the tuned choice is cached like any plan.
+std::shared_ptr<const CachedPlan> tuned_plan(std::shared_ptr<const CachedPlan> plan, GemmProblem& p, int device,
+                                             py::handle a, py::handle b, py::handle c, py::handle out, double alpha,
+                                             double beta, int precision, bool deterministic, const std::string& variant) {
+  if (plan->untuned_key.empty() || autotuner().is_none() || tuning) return plan;
+  if (capturing(current_stream(device))) return plan;
+  tuning = true;
+  try {
+    autotuner()(a, b, c, out, alpha, beta, precision, deterministic, plan->untuned_key);
+  } catch (...) {
+    tuning = false;
+    throw;
+  }
+  tuning = false;
+  return plan_or_raise(p, variant);
+}
+
 // alpha * (a @ b) + beta * c into `out` (allocated here when None). With `torch_takes_fallback`,
 // a problem only the fallback kernel can run is not launched: None is returned and the caller
 // (pycutlass_gemm.enable()'s routing) hands it to torch.
@@ -80,6 +117,7 @@ py::object gemm(py::handle a, py::handle b, py::handle c, py::handle out, double
   std::shared_ptr<const CachedPlan> plan;
   if (!is_empty(p) || variant != "auto") {
     plan = plan_or_raise(p, variant);  // pointers of D do not enter the plan: torch aligns to 256 bytes
+    plan = tuned_plan(std::move(plan), p, call.device, a, b, c, out, alpha, beta, precision, deterministic, variant);
     if (torch_takes_fallback && plan->kernel->info().family == "fallback") return py::none();
   }
   py::object result = out.is_none() ? new_output(call, a, !c.is_none()) : py::reinterpret_borrow<py::object>(out);
@@ -152,4 +190,47 @@ PYBIND11_MODULE(_C, m) {
   }, "The plan cache's key for these operands (for tests).");
   m.def("plan_cache_size", &plan_cache_size);
   m.def("clear_plan_cache", &clear_plan_cache);
+
+  m.def("set_measured_tables", [](const std::vector<py::dict>& tables) {
+    std::vector<MeasuredTable> out;
+    for (const py::dict& t : tables) {
+      MeasuredTable table{t["source"].cast<std::string>(), t["device"].cast<std::string>(), t["sm"].cast<int>(),
+                          t["sm_count"].cast<int>(), {}};
+      const auto names = t["kernels"].cast<std::vector<std::string>>();
+      for (const auto& [cls, rows] : t["classes"].cast<py::dict>()) {
+        std::vector<MeasuredPoint> points;
+        for (const auto& row : rows.cast<std::vector<std::vector<int64_t>>>()) {
+          if (row.size() != 5 || row[4] < 0 || row[4] >= static_cast<int64_t>(names.size()))
+            throw py::value_error("a measured point must be [m, n, k, batch, kernel index]");
+          points.push_back({row[0], row[1], row[2], row[3], names[static_cast<size_t>(row[4])]});
+        }
+        table.classes.emplace_back(cls.cast<std::string>(), std::move(points));
+      }
+      out.push_back(std::move(table));
+    }
+    set_measured_tables(std::move(out));
+  }, "Replaces the measured tables plan() reads: dicts of source, device, sm, sm_count, kernels (names) and "
+     "classes ({problem class: [[m, n, k, batch, kernel index], ...]}).");
+  m.def("problem_class", [](py::handle a, py::handle b, py::handle c, py::handle out, double beta, int precision) {
+    TorchCall call = read_call(a, b, c, out, 1.0, beta, precision_of(precision), true, Mode::Plan);
+    return problem_class(call.problem);
+  }, "The measured table's class of these operands, e.g. 'bfloat16 ieee row col aligned'.");
+  m.def("tune_key", [](py::handle a, py::handle b, py::handle c, py::handle out, double beta, int precision,
+                       bool deterministic) {
+    TorchCall call = read_call(a, b, c, out, 1.0, beta, precision_of(precision), deterministic, Mode::Plan);
+    return tune_key(call.problem);
+  }, "The autotuning class of these operands (what a tuned choice is remembered under).");
+  m.def("set_autotune", &set_autotune_enabled);
+  m.def("autotune_enabled", &autotune_enabled);
+  m.def("set_autotuner", [](py::object f) { autotuner() = std::move(f); },
+        "The function called on the first call of an untuned class (None: none).");
+  m.def("set_tuned", &set_tuned, "Records the tuned kernel of a class (tune_key) and forgets cached plans.");
+  m.def("tuned_kernel", &tuned_kernel);
+  m.def("clear_tuned", &clear_tuned);
+  m.def("tuned_count", &tuned_count);
+  m.def("driver_version", [] {
+    int v = 0;
+    if (cudaDriverGetVersion(&v) != cudaSuccess) cudaGetLastError();
+    return v;
+  }, "The CUDA driver's version (e.g. 13000), 0 without a driver.");
 }

@@ -55,6 +55,9 @@ struct GemmProblem {
   bool deterministic = true;
   int sm = 0;        // compute capability of the device, e.g. 90 (0: no device)
   int sm_count = 0;  // multiprocessors on that device
+  // The device's name as the driver reports it ("NVIDIA H100 80GB HBM3"): which measured table
+  // applies. nullptr when planning for an architecture rather than a device.
+  const char* device_name = nullptr;
   uintptr_t stream = 0;
 };
 

@@ -44,6 +44,7 @@ struct PlanKeyHash {
     mix((uint64_t(k.a) << 32) | k.b);
     mix((uint64_t(k.c) << 32) | k.d);
     mix((uint64_t(uint32_t(k.sm)) << 32) | uint32_t(k.sm_count));
+    mix(reinterpret_cast<uintptr_t>(k.device_name));
     mix((uint64_t(k.dtype) << 24) | (uint64_t(k.precision) << 16) | (uint64_t(k.deterministic) << 8) | k.beta_nonzero);
     return h;
   }
@@ -66,6 +67,7 @@ CachedPlan compute_plan(const GemmProblem& p, const std::string& variant) {
     Plan chosen = plan(p);
     out.kernel = chosen.kernel;
     (out.kernel ? out.reason : out.error) = chosen.reason;
+    out.untuned_key = chosen.untuned_key;
   } else {
     const GemmKernel& k = kernel_named(variant, p.dtype);
     // An empty problem launches nothing, but a kernel named for it must still suit its dtype,
@@ -86,7 +88,7 @@ CachedPlan compute_plan(const GemmProblem& p, const std::string& variant) {
 
 bool PlanKey::operator==(const PlanKey& o) const {
   return m == o.m && n == o.n && k == o.k && batch == o.batch && a == o.a && b == o.b && c == o.c && d == o.d &&
-         sm == o.sm && sm_count == o.sm_count && dtype == o.dtype && precision == o.precision &&
+         sm == o.sm && sm_count == o.sm_count && device_name == o.device_name && dtype == o.dtype && precision == o.precision &&
          deterministic == o.deterministic && beta_nonzero == o.beta_nonzero && variant == o.variant;
 }
 
@@ -99,7 +101,7 @@ PlanKey plan_key(const GemmProblem& p, const std::string& variant) {
   key.b = operand_class(p.b, elem);
   key.c = key.beta_nonzero ? operand_class(p.c, elem) : 0;
   key.d = operand_class(p.d, elem);
-  key.sm = p.sm, key.sm_count = p.sm_count;
+  key.sm = p.sm, key.sm_count = p.sm_count, key.device_name = p.device_name;
   key.dtype = static_cast<uint8_t>(p.dtype);
   key.precision = static_cast<uint8_t>(p.precision);
   key.deterministic = p.deterministic;

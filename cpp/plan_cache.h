@@ -6,8 +6,10 @@
 // dtype, precision, the shape (m, n, k, batch), each operand's layouts and alignment classes
 // (pointer, leading dimensions, batch stride), zero or negative batch strides, beta != 0 (and
 // whether C is a bias row), the
-// device's compute capability and SM count, determinism and the variant asked for. Pointers,
-// alpha and beta's value are not in the key: two problems with the same key get the same answer.
+// device (its name, compute capability and SM count), determinism and the variant asked for.
+// Pointers, alpha and beta's value are not in the key: two problems with the same key get the
+// same answer. What changes answers for every key (a new measured table, autotuning switched or a
+// kernel tuned) clears the cache.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +24,7 @@ struct PlanKey {
   int64_t m = 0, n = 0, k = 0, batch = 0;
   uint32_t a = 0, b = 0, c = 0, d = 0;  // operand_class() of each (c: 0 when beta == 0)
   int sm = 0, sm_count = 0;
+  const char* device_name = nullptr;  // device_name()'s pointers: one per device, so compared as pointers
   uint8_t dtype = 0, precision = 0, deterministic = 0, beta_nonzero = 0;  // beta_nonzero 2: C is a bias row
   std::string variant;  // "auto" or a kernel name
 
@@ -35,6 +38,7 @@ struct CachedPlan {
   const GemmKernel* kernel = nullptr;  // nullptr: `error` says why
   std::string reason;                  // auto: why this kernel (plan()'s reason)
   std::string error;                   // the ValueError message when kernel is nullptr
+  std::string untuned_key;             // autotuning on and this class not tuned yet: its tune_key()
   size_t workspace_bytes = 0;
 };
 

@@ -1,7 +1,10 @@
 #include "registry.h"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
+
+#include "heuristics.h"
 
 namespace pycutlass_gemm {
 
@@ -31,6 +34,22 @@ const GemmKernel& kernel_named(const std::string& name, DType dtype) {
 }
 
 Plan plan(const GemmProblem& p) {
+  std::string untuned_key, note;
+  if (autotune_enabled()) {
+    std::string key = tune_key(p);
+    if (std::optional<std::string> name = tuned_kernel(key)) {
+      const GemmKernel* k = find_kernel(*name, p.dtype);
+      if (k != nullptr && k->can_implement(p).empty())
+        return {k, "autotuned: fastest of the kernels timed for '" + key + "'", ""};
+      note = "autotuned " + *name + " cannot run it; ";
+    } else {
+      untuned_key = std::move(key);
+    }
+  }
+  if (std::optional<MeasuredChoice> measured = measured_choice(p)) {
+    if (measured->kernel != nullptr) return {measured->kernel, measured->reason, untuned_key};
+    note += measured->reason + "; ";
+  }
   // Highest priority for this problem first; ties keep registration order.
   std::vector<const GemmKernel*> order = all_kernels();
   std::stable_sort(order.begin(), order.end(), [&p](const GemmKernel* x, const GemmKernel* y) {
@@ -46,14 +65,14 @@ Plan plan(const GemmProblem& p) {
                           p.a.is(info.a_layout) && p.b.is(info.b_layout);
     std::string why = k->can_implement(p);
     if (why.empty()) {
-      std::string reason = "highest-priority kernel that can implement the problem (priority " +
+      std::string reason = note + "highest-priority kernel that can implement the problem (priority " +
                            std::to_string(k->priority(p)) + ")";
       if (!refused.empty()) reason += "; passed over: " + refused;
-      return {k, reason};
+      return {k, reason, untuned_key};
     }
     if (relevant) refused += (refused.empty() ? "" : "; ") + info.name + " (" + why + ")";
   }
-  return {nullptr, "no kernel can implement the problem: " + refused};
+  return {nullptr, "no kernel can implement the problem: " + refused, ""};
 }
 
 }  // namespace pycutlass_gemm

@@ -21,7 +21,10 @@ const GemmKernel& kernel_named(const std::string& name, DType dtype);
 struct Plan {
   const GemmKernel* kernel;
   std::string reason;
+  std::string untuned_key;  // autotuning is on and this problem's class is not tuned: its tune_key()
 };
+// In order: the autotuned kernel of the problem's class (autotuning on), the measured table's
+// choice (heuristics.h), the highest-priority kernel that can implement the problem.
 Plan plan(const GemmProblem& p);
 
 // Each kernel family contributes its kernels through one function.

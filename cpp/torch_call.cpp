@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -203,6 +204,22 @@ std::pair<int, int> device_props(int index) {
   return props[index];
 }
 
+const char* device_name(int index) {
+  constexpr int kMaxDevices = 64;
+  static std::once_flag once[kMaxDevices];
+  static char names[kMaxDevices][256];
+  if (index < 0 || index >= kMaxDevices) return nullptr;
+  std::call_once(once[index], [index] {
+    cudaDeviceProp props;
+    if (cudaGetDeviceProperties(&props, index) == cudaSuccess) {
+      std::snprintf(names[index], sizeof names[index], "%s", props.name);
+    } else {
+      cudaGetLastError();
+    }
+  });
+  return names[index][0] ? names[index] : nullptr;
+}
+
 uintptr_t current_stream(int device) { return torch_().raw_stream(device).cast<uintptr_t>(); }
 
 namespace {
@@ -281,11 +298,14 @@ TorchCall read_call(py::handle a_obj, py::handle b_obj, py::handle c_obj, py::ha
   call.device = a.cuda ? a.index : -1;
   if (a.cuda) {
     std::tie(p.sm, p.sm_count) = device_props(a.index);
+    p.device_name = device_name(a.index);
   } else if (arch > 0) {
     p.sm = arch, p.sm_count = 132;  // the GPU the package is built for: H100 SXM / H200
   } else {
     int current = 0;
-    std::tie(p.sm, p.sm_count) = cudaGetDevice(&current) == cudaSuccess ? device_props(current) : std::pair{0, 0};
+    const bool has_device = cudaGetDevice(&current) == cudaSuccess;
+    std::tie(p.sm, p.sm_count) = has_device ? device_props(current) : std::pair{0, 0};
+    if (has_device && p.sm != 0) p.device_name = device_name(current);
     cudaGetLastError();
     if (p.sm == 0) p.sm = 90, p.sm_count = 132;
   }

@@ -45,6 +45,10 @@ py::object new_output(TorchCall& call, py::handle a, bool has_c);
 // {0, 0} where there is no such device or no driver.
 std::pair<int, int> device_props(int index);
 
+// The name of CUDA device `index` as the driver reports it, read once per device; nullptr where
+// there is no such device. The pointer stays valid for the life of the process.
+const char* device_name(int index);
+
 // The current torch stream of `device`, as a cudaStream_t value.
 uintptr_t current_stream(int device);
 

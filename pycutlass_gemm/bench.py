@@ -26,7 +26,8 @@ from .bench_cases import (LAYOUTS, SHAPE_FORMAT, SHAPES_SECTION, SWEEP_DEFAULT_V
 from .bench_host import format_call_time, format_host, host_steps, run_call_time, run_host
 from .bench_model import format_model, model_steps, run_model
 from .bench_plot import _pyplot, plot_bars, plot_sweep
-from .bench_report import Columns, Progress, format_header, format_row, write_csv, write_json
+from .bench_report import (Columns, Progress, format_auto_summary, format_header, format_row, write_csv,
+                           write_json)
 from .bench_rows import run_cases
 from .bench_timing import FULL, QUICK, flush_buffer, measure_peaks
 
@@ -212,6 +213,9 @@ def run(args: argparse.Namespace) -> int:
                 for r in rows:
                     progress.write(format_row(r, cols))
             results = run_cases(cases, peaks, settings, progress, emit=emit)
+            summary = format_auto_summary(results)
+            if summary:
+                progress.write("\n" + summary)
         if HOST_SECTION in sections:
             extra["host"] = run_host(args.quick, progress)
             _write_section(progress, HOST_SECTION, format_host(extra["host"]))

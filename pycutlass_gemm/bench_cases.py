@@ -197,6 +197,9 @@ class Result:
     pct_bw: float | None = None    # of the measured device-to-device copy bandwidth
     x_naive: float | None = None
     x_torch: float | None = None
+    # auto and named kernels: this row's median over the fastest named kernel's of its group, and that kernel
+    vs_best: float | None = None
+    best_kernel: str | None = None
     batch: int = 1
     section: str = WORKLOADS_SECTION
 

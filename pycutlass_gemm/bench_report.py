@@ -38,7 +38,8 @@ class Columns:
 
 def format_header(cols: Columns) -> str:
     return (f"{'workload':<{cols.workload}} {'prec':<4} {'variant':<{cols.variant}} {'kernel':<{cols.kernel}} "
-            f"{'ms':>9} {'TFLOP/s':>8} {'%peak':>6} {'%bw':>5} {'x naive':>8} {'x torch':>7} {'error':>8}  status")
+            f"{'ms':>9} {'TFLOP/s':>8} {'%peak':>6} {'%bw':>5} {'x naive':>8} {'x torch':>7} {'vs best':>7} "
+            f"{'error':>8}  status")
 
 
 def format_row(r: Result, cols: Columns = Columns()) -> str:
@@ -49,10 +50,28 @@ def format_row(r: Result, cols: Columns = Columns()) -> str:
     status = r.status if not r.message else f"{r.status} {r.message}"
     speed = (fmt_value(r.ms, ".3f") if ok else "-", fmt_value(r.tflops, ".1f") if ok else "-",
              fmt_value(r.pct_peak, ".0f", "%") if ok else "-", fmt_value(r.pct_bw, ".0f", "%") if ok else "-",
-             fmt_value(r.x_naive, ".1f", "x") if ok else "-", fmt_value(r.x_torch, ".2f", "x") if ok else "-")
+             fmt_value(r.x_naive, ".1f", "x") if ok else "-", fmt_value(r.x_torch, ".2f", "x") if ok else "-",
+             fmt_vs_best(r.vs_best) if ok else "-")
     return (f"{r.workload:<{cols.workload}} {r.precision:<4} {r.variant:<{cols.variant}} {kernel:<{cols.kernel}} "
-            f"{speed[0]:>9} {speed[1]:>8} {speed[2]:>6} {speed[3]:>5} {speed[4]:>8} {speed[5]:>7} "
+            f"{speed[0]:>9} {speed[1]:>8} {speed[2]:>6} {speed[3]:>5} {speed[4]:>8} {speed[5]:>7} {speed[6]:>7} "
             f"{fmt_value(r.error, '.1e'):>8}  {status}")
+
+
+def fmt_vs_best(vs_best: float | None) -> str:
+    """"+2.1%": slower than the fastest named kernel of the row's group by that much."""
+    return "-" if vs_best is None else f"{100 * (vs_best - 1):+.1f}%"
+
+
+def format_auto_summary(results: Sequence[Result], within: float = 0.03) -> str | None:
+    """How close auto came to the fastest named kernel over every group that timed both."""
+    autos = [r for r in results if r.variant == "auto" and r.vs_best is not None]
+    if not autos:
+        return None
+    worst = max(autos, key=lambda r: r.vs_best)
+    close = sum(r.vs_best <= 1 + within for r in autos)
+    return (f"auto vs the fastest named kernel: within {100 * within:.0f}% on {close} of {len(autos)} rows; worst "
+            f"{fmt_vs_best(worst.vs_best)} ({worst.workload} {worst.precision}: auto ran {worst.kernel}, "
+            f"{worst.best_kernel} was fastest)")
 
 
 def _jsonable(value):

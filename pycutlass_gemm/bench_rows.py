@@ -84,9 +84,16 @@ def set_times(r: Result, samples: Sequence[float], workload: Workload, precision
 
 
 def fill_speedups(results: Iterable[Result]) -> None:
-    """x naive and x torch: the baseline's median over the row's, same workload and precision."""
+    """x naive and x torch: the baseline's median over the row's, same workload and precision; and
+    for auto and each named kernel, its median over the fastest named kernel's (vs_best): how far
+    auto's choice is from the best built kernel that can run the problem."""
     results = list(results)
     baseline = {(r.section, r.workload, r.precision, r.variant): r.ms for r in results if r.status == "ok"}
+    fastest: dict[tuple, Result] = {}
+    for r in results:
+        group = (r.section, r.workload, r.precision)
+        if r.status == "ok" and r.variant not in BASELINES and (group not in fastest or r.ms < fastest[group].ms):
+            fastest[group] = r
     for r in results:
         if r.status != "ok":
             continue
@@ -94,6 +101,8 @@ def fill_speedups(results: Iterable[Result]) -> None:
         naive, torch_ms = baseline.get((*group, "naive")), baseline.get((*group, TORCH))
         r.x_naive = naive / r.ms if naive else None
         r.x_torch = torch_ms / r.ms if torch_ms else None
+        if group in fastest and (r.variant == "auto" or r.variant not in BASELINES):
+            r.vs_best, r.best_kernel = r.ms / fastest[group].ms, fastest[group].variant
 
 
 def make_group_inputs(w: Workload, p: Precision):

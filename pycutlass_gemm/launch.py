@@ -21,9 +21,11 @@ except ImportError as e:  # the usual cause: running from the source tree, which
         f"pycutlass_gemm's compiled core could not be imported from {os.path.dirname(__file__)} ({e}). "
         "Install the package (pip install .) and run from outside the source tree."
     ) from e
+from . import heuristics  # noqa: E402 -- needs _C
 
 _C.bind_torch(torch.Tensor, torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.uint8,
               torch._C._cuda_getCurrentRawStream if hasattr(torch._C, "_cuda_getCurrentRawStream") else None)
+heuristics.install()  # the measured tables plan() consults before its rules
 
 PRECISIONS = ("ieee", "tf32")
 _PRECISION_CODE = {"ieee": 0, "tf32": 1}  # _C's Precision values
@@ -88,7 +90,9 @@ def precision_code(a, precision: str | None) -> int:
 def plan(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None, *, beta: float = 0.0,
          out: torch.Tensor | None = None, precision: str | None = None, arch: int | None = None) -> dict:
     """What ``gemm(a, b, c, beta=beta, out=out)`` with ``variant="auto"`` would run, without running
-    it: ``{"kernel": name or None, "reason": str}``.
+    it: ``{"kernel": name or None, "reason": str}``. The reason says what decided: the autotuned
+    choice of the problem's class, the measured table (its device, class and the nearest measured
+    point), or the priority rules.
 
     Works on meta and CPU tensors; ``arch`` (e.g. 90) defaults to the current CUDA device's
     compute capability, or 90 without one; tensors not on a GPU are planned for 132 SMs."""

@@ -1,0 +1,184 @@
+#include "heuristics.h"
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+
+#include "plan_cache.h"
+#include "registry.h"
+
+namespace pycutlass_gemm {
+namespace {
+
+// Bytes (1..16, a power of two) that every address the kernel reads from `r` in layout `l` is a
+// multiple of: its pointer, its leading dimension and, batched, its batch stride.
+int alignment_bytes(const MatrixRef& r, Layout l, int elem, bool batched) {
+  int bytes = 16;
+  const auto fit = [&bytes](int64_t v) {
+    while (bytes > 1 && v % bytes != 0) bytes /= 2;
+  };
+  fit(static_cast<int64_t>(reinterpret_cast<uintptr_t>(r.ptr) % 16));
+  if (l != Layout::Strided) fit(r.ld(l) * elem);
+  if (batched) fit(r.batch_stride * elem);
+  return bytes;
+}
+
+// The smallest alignment of any operand the kernels read or write (C only when it is read).
+int problem_alignment(const GemmProblem& p) {
+  const int elem = dtype_size(p.dtype);
+  const bool batched = p.batch > 1;
+  int bytes = std::min(alignment_bytes(p.a, p.a.layout(), elem, batched), alignment_bytes(p.b, p.b.layout(), elem, batched));
+  bytes = std::min(bytes, alignment_bytes(p.d, p.d.layout(), elem, batched));
+  if (p.beta != 0.0 && !has_bias_row(p)) bytes = std::min(bytes, alignment_bytes(p.c, p.c.layout(), elem, batched));
+  return bytes;
+}
+
+int64_t next_power_of_two(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+struct Point {
+  double lm, ln, lk, lb;  // log2 of m, n, k, batch
+  MeasuredPoint at;
+};
+struct Table {
+  MeasuredTable meta;
+  std::unordered_map<std::string, std::vector<Point>> classes;
+};
+
+std::shared_mutex tables_mutex;
+std::vector<Table>& tables() {
+  static auto* t = new std::vector<Table>();
+  return *t;  // never destroyed: a plan may race interpreter shutdown
+}
+
+std::atomic<bool> autotune_on{false};
+std::shared_mutex tuned_mutex;
+std::unordered_map<std::string, std::string>& tuned() {
+  static auto* t = new std::unordered_map<std::string, std::string>();
+  return *t;
+}
+
+double log2_of(int64_t v) { return std::log2(static_cast<double>(std::max<int64_t>(v, 1))); }
+
+bool covers(const MeasuredTable& t, const GemmProblem& p) {
+  if (p.device_name != nullptr) return t.device == p.device_name;
+  return t.sm == p.sm && t.sm_count == p.sm_count;  // planning for an architecture, not a device
+}
+
+std::string format_octaves(double d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", d);
+  return buf;
+}
+
+}  // namespace
+
+std::string problem_class(const GemmProblem& p) {
+  std::string c = std::string(dtype_name(p.dtype)) + " " + precision_name(p.precision) + " " +
+                  layout_name(p.a.layout()) + " " + layout_name(p.b.layout()) + " ";
+  return c + (problem_alignment(p) == 16 ? "aligned" : "unaligned");
+}
+
+void set_measured_tables(std::vector<MeasuredTable> in) {
+  std::vector<Table> built;
+  for (MeasuredTable& t : in) {
+    Table table;
+    for (auto& [cls, points] : t.classes) {
+      std::vector<Point>& out = table.classes[cls];
+      for (MeasuredPoint& mp : points)
+        out.push_back({log2_of(mp.m), log2_of(mp.n), log2_of(mp.k), log2_of(mp.batch), std::move(mp)});
+    }
+    t.classes.clear();
+    table.meta = std::move(t);
+    built.push_back(std::move(table));
+  }
+  {
+    std::unique_lock lock(tables_mutex);
+    tables() = std::move(built);
+  }
+  clear_plan_cache();
+}
+
+std::optional<MeasuredChoice> measured_choice(const GemmProblem& p) {
+  if (has_bias_row(p) || p.a.layout() == Layout::Strided || p.b.layout() == Layout::Strided) return std::nullopt;
+  std::shared_lock lock(tables_mutex);
+  for (const Table& t : tables()) {
+    if (!covers(t.meta, p)) continue;
+    const std::string cls = problem_class(p);
+    auto it = t.classes.find(cls);
+    if (it == t.classes.end()) return std::nullopt;
+    const double lm = log2_of(p.m), ln = log2_of(p.n), lk = log2_of(p.k), lb = log2_of(p.batch);
+    const Point* nearest = nullptr;
+    double best = std::numeric_limits<double>::infinity();
+    for (const Point& q : it->second) {
+      const double d = std::abs(q.lm - lm) + std::abs(q.ln - ln) + std::abs(q.lk - lk) + std::abs(q.lb - lb);
+      if (d < best) best = d, nearest = &q;
+    }
+    if (nearest == nullptr || best > kMaxOctaves) return std::nullopt;
+    const MeasuredPoint& at = nearest->at;
+    std::string where = t.meta.source + ", class '" + cls + "', nearest point " + (at.batch > 1 ? std::to_string(at.batch) + "x" : "") +
+                        std::to_string(at.m) + "x" + std::to_string(at.n) + "x" + std::to_string(at.k) + " (" +
+                        format_octaves(best) + " octaves away)";
+    const GemmKernel* k = find_kernel(at.kernel, p.dtype);
+    if (k == nullptr) return MeasuredChoice{nullptr, where + " names " + at.kernel + ", not built here"};
+    const std::string why = k->can_implement(p);
+    if (!why.empty()) return MeasuredChoice{nullptr, where + " names " + at.kernel + ", which cannot run it: " + why};
+    return MeasuredChoice{k, "fastest measured: " + where};
+  }
+  return std::nullopt;
+}
+
+std::string tune_key(const GemmProblem& p) {
+  const int beta_class = has_bias_row(p) ? 2 : p.beta != 0.0;
+  return (p.device_name ? std::string(p.device_name) : "sm_" + std::to_string(p.sm)) + "|" + dtype_name(p.dtype) +
+         " " + precision_name(p.precision) + " A " + layout_name(p.a.layout()) + " B " + layout_name(p.b.layout()) +
+         " D " + layout_name(p.d.layout()) + " align " + std::to_string(problem_alignment(p)) +
+         " m " + std::to_string(next_power_of_two(p.m)) + " n " + std::to_string(next_power_of_two(p.n)) +
+         " k " + std::to_string(next_power_of_two(p.k)) + " batch " + std::to_string(next_power_of_two(p.batch)) +
+         " beta " + std::to_string(beta_class) + " det " + std::to_string(int(p.deterministic));
+}
+
+bool autotune_enabled() { return autotune_on.load(std::memory_order_relaxed); }
+
+void set_autotune_enabled(bool on) {
+  autotune_on.store(on);
+  clear_plan_cache();
+}
+
+std::optional<std::string> tuned_kernel(const std::string& key) {
+  std::shared_lock lock(tuned_mutex);
+  auto it = tuned().find(key);
+  if (it == tuned().end()) return std::nullopt;
+  return it->second;
+}
+
+void set_tuned(const std::string& key, const std::string& kernel) {
+  {
+    std::unique_lock lock(tuned_mutex);
+    tuned()[key] = kernel;
+  }
+  clear_plan_cache();
+}
+
+void clear_tuned() {
+  {
+    std::unique_lock lock(tuned_mutex);
+    tuned().clear();
+  }
+  clear_plan_cache();
+}
+
+size_t tuned_count() {
+  std::shared_lock lock(tuned_mutex);
+  return tuned().size();
+}
+
+}  // namespace pycutlass_gemm

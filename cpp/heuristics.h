@@ -1,0 +1,60 @@
+// Kernel choice from measurements: the heuristics table shipped with the package (measured on one
+// GPU model by `pycutlass-gemm tune --sweep`) and the winners of autotuning. plan() asks these
+// before its priority rules; both only ever name a kernel, which must still pass can_implement().
+//
+// The table holds, per problem class (dtype, precision, layouts of A and B, whether every operand
+// is 16-byte aligned), the fastest kernel measured at points (m, n, k, batch) log-spaced over
+// 1..65536. A problem takes the choice of the nearest point of its class in octaves (the sum of
+// |log2| ratios of m, n, k and batch): that point's region is where the choice is trusted. A table
+// applies to the GPU model it was measured on (by name; when planning for an architecture without a
+// device, to the one of that compute capability and SM count); elsewhere the rules decide.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gemm_problem.h"
+
+namespace pycutlass_gemm {
+
+struct MeasuredPoint {
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  std::string kernel;  // the fastest kernel measured there
+};
+
+struct MeasuredTable {
+  std::string source;  // what it is, for plan()'s reason: e.g. "H100 table (pycutlass_gemm 0.1.0)"
+  std::string device;  // the GPU model's name as the driver reports it
+  int sm = 0, sm_count = 0;
+  std::vector<std::pair<std::string, std::vector<MeasuredPoint>>> classes;  // problem_class() -> points
+};
+
+// The class a problem's table entries are looked up in, e.g. "bfloat16 ieee row col aligned".
+std::string problem_class(const GemmProblem& p);
+
+// Replaces the tables plan() reads (and forgets cached plans).
+void set_measured_tables(std::vector<MeasuredTable> tables);
+
+struct MeasuredChoice {
+  const GemmKernel* kernel;  // nullptr: the table's kernel is not built here or cannot run p
+  std::string reason;
+};
+// The table's choice for p, or nothing when no table covers p's device and class, or the nearest
+// point is farther than kMaxOctaves.
+std::optional<MeasuredChoice> measured_choice(const GemmProblem& p);
+constexpr double kMaxOctaves = 4.0;
+
+// Autotuning. The key of a problem's tuning class: device, dtype, precision, layouts, the smallest
+// alignment of any operand, m, n, k and batch each rounded up to a power of two, beta, determinism.
+std::string tune_key(const GemmProblem& p);
+bool autotune_enabled();
+void set_autotune_enabled(bool on);  // forgets cached plans
+// The tuned kernel's name for a key, if any; set_tuned records one (and forgets cached plans).
+std::optional<std::string> tuned_kernel(const std::string& key);
+void set_tuned(const std::string& key, const std::string& kernel);
+void clear_tuned();
+size_t tuned_count();
+
+}  // namespace pycutlass_gemm

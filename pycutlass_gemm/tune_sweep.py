@@ -1,0 +1,126 @@
+"""The sweep behind the shipped heuristics table (``pycutlass-gemm tune --sweep``): which problems it
+times, and running it.
+
+The problems are chosen so the table generalises, not to fit the benchmark: M, N and K log-spaced
+from 1 to 65536 (every octave from 64 to 16384, every second one outside), each dtype in every
+layout of A and B, 16-byte-aligned sizes and sizes no alignment fits (each size minus one: odd),
+and batched problems; the benchmark's own shapes are added so its rows are measured points too.
+Problems beyond a work cap (2^41 flops, an operand of 2^28 elements) are left out: they are
+compute-bound in every kernel, so the nearest measured point decides them as well.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from typing import Iterable, Sequence
+
+import torch
+
+from . import launch as _launch
+from .bench_cases import LAYOUTS, PRECISIONS, USER_SHAPES, WORKLOADS, Precision, Workload, parse_shapes
+from .tune_timing import flush_buffer, time_candidates
+
+SIZES = (1, 4, 16, 64, 256, 512, 1024, 2048, 4096, 8192, 16384, 65536)
+COARSE = (1, 16, 256, 1024, 4096, 16384, 65536)  # unaligned, fp16, IEEE fp32: fewer points
+BATCHED = ((4, (64, 256, 1024, 4096)), (32, (64, 256, 1024)))  # (batch, sizes)
+MAX_FLOP = 2**41
+MAX_FLOP_SIMT = 2**38  # IEEE fp32 runs at ~50 TFLOP/s: compute-bound well before this
+MAX_OPERAND = 2**28
+_BY_NAME = {p.name: p for p in PRECISIONS}
+
+
+def unaligned(size: int) -> int:
+    """An odd size near `size`: no leading dimension built from it is a multiple of 2 elements."""
+    return size - 1 if size > 2 else size
+
+
+def fits(w: Workload, p: Precision) -> bool:
+    return (w.flop <= (MAX_FLOP_SIMT if p.name == "fp32" else MAX_FLOP) and max(w.m * w.k, w.k * w.n, w.m * w.n) * w.batch <= MAX_OPERAND)
+
+
+def sweep_problems(quick: bool = False) -> list[tuple[Workload, Precision]]:
+    """Every (problem, precision) the sweep times, without repeats, most used first (a sweep cut
+    short by its time limit has the benchmark's shapes, then bf16 and tf32)."""
+    grids: list[tuple[str, Sequence[int], Sequence[str], bool, int]] = [
+        # precision, sizes, layouts, aligned, batch
+        ("bf16", SIZES, LAYOUTS, True, 1),
+        ("tf32", SIZES, LAYOUTS, True, 1),
+        ("bf16", COARSE, LAYOUTS, False, 1),
+        ("bf16", BATCHED[0][1], ("rr", "rc", "cr"), True, BATCHED[0][0]),
+        ("bf16", BATCHED[1][1], ("rr", "rc", "cr"), True, BATCHED[1][0]),
+        ("tf32", BATCHED[0][1], ("rr", "rc", "cr"), True, BATCHED[0][0]),
+        ("tf32", BATCHED[1][1], ("rr", "rc", "cr"), True, BATCHED[1][0]),
+        ("fp16", COARSE, LAYOUTS, True, 1),
+        ("fp16", COARSE, ("rr", "rc"), False, 1),
+        ("tf32", COARSE, LAYOUTS, False, 1),
+        ("fp32", COARSE, LAYOUTS, True, 1),
+    ]
+    problems: list[tuple[Workload, Precision]] = []
+    if quick:
+        grids = [("bf16", (1, 64, 1024, 4096), ("rr", "rc"), True, 1), ("bf16", (16, 1024), ("rr",), False, 1)]
+    else:
+        problems += [(Workload.problem(w.m, w.n, w.k, w.layout, w.batch), p)
+                     for w in WORKLOADS.values() for p in PRECISIONS]
+        problems += [(Workload.problem(w.m, w.n, w.k, w.layout, w.batch), p) for w, p in parse_shapes(USER_SHAPES)]
+    for name, sizes, layouts, aligned, batch in grids:
+        for m, n, k in itertools.product(sizes, repeat=3):
+            if not aligned:
+                m, n, k = unaligned(m), unaligned(n), unaligned(k)
+            for layout in layouts:
+                problems.append((Workload.problem(m, n, k, layout, batch), _BY_NAME[name]))
+    return [pw for pw in dict.fromkeys(problems) if fits(*pw)]
+
+
+def estimated_seconds(problems: Iterable[tuple[Workload, Precision]]) -> float:
+    """A rough H100 estimate of the sweep's GPU time: each candidate's first runs, more for the
+    best, at each precision's rate; for planning how large a sweep fits a time budget."""
+    rate = {"bf16": 600e12, "fp16": 600e12, "tf32": 300e12, "fp32": 45e12}
+    total = 0.0
+    for w, p in problems:
+        t = max(w.flop / rate[p.name], w.min_bytes(p.dtype.itemsize) / 2.5e12) + 60e-6
+        total += t * 20 + 0.004  # ~5 candidates x 4 runs, and the host's work per problem
+    return total
+
+
+def _key(w: Workload, p: Precision) -> tuple:
+    return (w.m, w.n, w.k, w.batch, w.layout, p.name)
+
+
+def run_sweep(problems: Sequence[tuple[Workload, Precision]], path: str, *, budget_s: float = 0.2,
+              limit_s: float | None = None, log=print) -> int:
+    """Time every candidate of every problem, appending one JSON object per problem to `path` as it
+    goes; problems already in `path` are skipped, so a sweep cut short by `limit_s` (seconds) goes
+    on where it stopped when run again. Returns how many problems are still to measure."""
+    done = set()
+    try:
+        with open(path) as f:
+            done = {_key(Workload.problem(r["m"], r["n"], r["k"], r["layout"], r["batch"]), _BY_NAME[r["precision"]])
+                    for r in map(json.loads, f)}
+    except FileNotFoundError:
+        pass
+    todo = [(w, p) for w, p in problems if _key(w, p) not in done]
+    log(f"sweep: {len(problems)} problems, {len(todo)} to measure, estimated {estimated_seconds(todo):.0f} s "
+        "of GPU time")
+    device = torch.device("cuda", torch.cuda.current_device())
+    flush = flush_buffer(device)
+    t0 = time.perf_counter()
+    with open(path, "a") as f:
+        for i, (w, p) in enumerate(todo):
+            if limit_s is not None and time.perf_counter() - t0 > limit_s:
+                log(f"sweep: stopped at the {limit_s:.0f} s limit with {len(todo) - i} problems to go")
+                return len(todo) - i
+            a, b = w.make_inputs(p, device=str(device), seed=i)
+            rules = _launch.plan(a, b, precision=p.gemm_precision)["kernel"]
+            t = time_candidates(a, b, precision=p.gemm_precision, budget_s=budget_s, max_runs=10, flush=flush)
+            record = {"m": w.m, "n": w.n, "k": w.k, "batch": w.batch, "layout": w.layout, "precision": p.name,
+                      "rules": rules, "best": t.best, "ms": t.ms, "runs": t.runs, "error": t.error,
+                      "refused": t.refused, "seconds": round(t.seconds, 4)}
+            f.write(json.dumps(record) + "\n")
+            f.flush()
+            del a, b
+            if i % 200 == 0:
+                log(f"  {i + 1}/{len(todo)} after {time.perf_counter() - t0:.0f} s: {w.label} {p.name} -> {t.best}")
+    log(f"sweep: done in {time.perf_counter() - t0:.0f} s")
+    return 0

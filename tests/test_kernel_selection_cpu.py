@@ -1,0 +1,308 @@
+"""Kernel selection without a GPU: the measured table (loading, plan() reading it, its regions),
+the autotune keys and switch, the disk cache's file handling, the candidate timing and the sweep's
+problems (on fakes where a GPU would be needed)."""
+
+import json
+import multiprocessing
+import os
+import pathlib
+import subprocess
+import sys
+import time
+import warnings
+
+import pytest
+import torch
+
+import pycutlass_gemm as pg
+from pycutlass_gemm import _C, autotuning, heuristics, tune_sweep, tune_timing
+from pycutlass_gemm import launch as _launch
+
+
+def meta(rows, cols, layout="row", dtype=torch.bfloat16):
+    t = torch.empty((rows, cols) if layout == "row" else (cols, rows), device="meta", dtype=dtype)
+    return t if layout == "row" else t.T
+
+
+def fake_table(points, cls="bfloat16 ieee row col aligned", device="NVIDIA Fake GPU", sm=90, sm_count=132):
+    names = sorted({name for *_, name in points})
+    return {"format": heuristics.FORMAT, "device": device, "sm": sm, "sm_count": sm_count, "package_version": "test",
+            "measured": "today", "source": f"test table for {device}", "kernels": names,
+            "classes": {cls: [[m, n, k, batch, names.index(name)] for m, n, k, batch, name in points]}}
+
+
+@pytest.fixture
+def tables():
+    """Install tables for one test; the shipped ones are back afterwards."""
+    yield lambda ts: heuristics.install(ts)
+    heuristics.install()
+
+
+def rules_choice(a, b):
+    heuristics.install([])
+    try:
+        return pg.plan(a, b, arch=90)["kernel"]
+    finally:
+        heuristics.install()
+
+
+def test_shipped_tables_load_and_name_their_device():
+    for table in heuristics.load_tables():
+        assert table["device"] and table["sm"] >= 80 and table["sm_count"] > 0
+        assert table["classes"] and all(len(p) == 5 for points in table["classes"].values() for p in points)
+        assert all(0 <= p[4] < len(table["kernels"]) for points in table["classes"].values() for p in points)
+
+
+def test_plan_takes_the_nearest_measured_point_of_the_class_and_says_so(tables):
+    a, b = meta(4096, 1024), meta(1024, 4096, "col")
+    assert heuristics.problem_class(a, b) == "bfloat16 ieee row col aligned"
+    assert rules_choice(a, b) != "fallback"
+    tables([fake_table([(4096, 4096, 1024, 1, "fallback"), (16, 4096, 4096, 1, pg.plan(a, b, arch=90)["kernel"])])])
+    plan = pg.plan(a, b, arch=90)  # planning for sm_90 with 132 SMs: the fake table's GPU
+    assert plan["kernel"] == "fallback"
+    assert "fastest measured" in plan["reason"] and "nearest point 4096x4096x1024 (0.0 octaves away)" in plan["reason"]
+    near = pg.plan(meta(3000, 1024), meta(1024, 5000, "col"), arch=90)
+    assert near["kernel"] == "fallback" and "nearest point 4096x4096x1024" in near["reason"]
+
+
+def test_no_table_choice_outside_its_class_region_or_device(tables):
+    a, b = meta(4096, 1024), meta(1024, 4096, "col")
+    rules = rules_choice(a, b)
+    tables([fake_table([(16, 16, 16, 1, "fallback")])])  # 3 x 8 octaves away
+    assert pg.plan(a, b, arch=90)["kernel"] == rules
+    tables([fake_table([(4096, 4096, 1024, 1, "fallback")], cls="bfloat16 ieee row row aligned")])
+    assert pg.plan(a, b, arch=90)["kernel"] == rules
+    tables([fake_table([(4096, 4096, 1024, 1, "fallback")], sm_count=114)])  # another GPU model
+    assert pg.plan(a, b, arch=90)["kernel"] == rules
+    tables([fake_table([(4096, 4096, 1024, 1, "fallback")])])
+    with_bias = pg.plan(a, b, torch.empty(4096, device="meta", dtype=torch.bfloat16), beta=1.0, arch=90)
+    assert "measured" not in with_bias["reason"]  # a bias row: the rules pick the kernel that fuses it
+
+
+def test_a_table_kernel_not_built_here_falls_back_to_the_rules(tables):
+    a, b = meta(4096, 1024), meta(1024, 4096, "col")
+    tables([fake_table([(4096, 4096, 1024, 1, "sm90_bf16_rc_not_a_kernel")])])
+    plan = pg.plan(a, b, arch=90)
+    assert plan["kernel"] == rules_choice(a, b)
+    assert "names sm90_bf16_rc_not_a_kernel, not built here" in plan["reason"]
+
+
+def test_unaligned_operands_are_their_own_class():
+    a = torch.empty(777, 1001, device="meta", dtype=torch.bfloat16)
+    b = torch.empty(1001, 300, device="meta", dtype=torch.bfloat16)
+    assert heuristics.problem_class(a, b) == "bfloat16 ieee row row unaligned"
+    x = torch.empty(64, 64, device="meta", dtype=torch.float32)
+    assert heuristics.problem_class(x, x, "tf32") == "float32 tf32 row row aligned"
+    assert heuristics.problem_class(x, x, "ieee") == "float32 ieee row row aligned"
+
+
+def test_table_round_trips_through_its_file(tmp_path):
+    records = [{"m": 4096, "n": 4096, "k": 1024, "batch": 1, "layout": "rc", "precision": "bf16", "best": "k1"},
+               {"m": 1, "n": 4096, "k": 1024, "batch": 1, "layout": "rc", "precision": "bf16", "best": "k2"},
+               {"m": 1, "n": 4096, "k": 1024, "batch": 1, "layout": "cc", "precision": "bf16", "best": "k3"},
+               {"m": 15, "n": 15, "k": 15, "batch": 4, "layout": "rr", "precision": "tf32", "best": "k1"},
+               {"m": 8, "n": 8, "k": 8, "batch": 1, "layout": "rr", "precision": "fp32", "best": None}]
+    table = heuristics.build_table(records, device="NVIDIA Test GPU", sm=90, sm_count=132, version="x", measured="d")
+    assert table["classes"]["bfloat16 ieee row col aligned"] == [[1, 4096, 1024, 1, 1], [4096, 4096, 1024, 1, 0]]
+    assert table["classes"]["float32 tf32 row row unaligned"] == [[15, 15, 15, 4, 0]]
+    assert len(table["classes"]) == 2  # m = 1: A is a single row, "cc" is the same class; nothing ran: no point
+    path = heuristics.write_table(table, tmp_path)
+    assert path.name == "nvidia_test_gpu.json"
+    (loaded,) = heuristics.load_tables(tmp_path)
+    assert loaded["classes"] == table["classes"] and loaded["kernels"] == table["kernels"]
+    assert "NVIDIA Test GPU" in loaded["source"]
+
+
+def test_unreadable_table_is_skipped_with_a_warning(tmp_path):
+    (tmp_path / "broken.json").write_text("{not json")
+    (tmp_path / "old.json").write_text(json.dumps({"format": 0}))
+    with pytest.warns(RuntimeWarning, match="ignoring the heuristics table"):
+        assert heuristics.load_tables(tmp_path) == []
+
+
+def test_heuristics_can_be_switched_off(tmp_path):
+    env = dict(os.environ, PYCUTLASS_GEMM_HEURISTICS="0")
+    code = "from pycutlass_gemm import heuristics; print(len(heuristics.install()))"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+                         cwd=tmp_path)
+    assert out.stdout.strip() == "0"
+
+
+# --- autotuning: keys, switch, cache ----------------------------------------------------------
+
+
+def test_tune_key_buckets_sizes_and_separates_what_changes_the_choice():
+    key = lambda a, b, precision=0: _C.tune_key(a, b, None, None, 0.0, precision, False)  # noqa: E731
+    base = key(meta(3000, 777), meta(777, 1000, "col"))
+    assert "m 4096 n 1024 k 1024" in base and "align 2" in base and "A row B col" in base
+    assert key(meta(2500, 1000), meta(1000, 1000, "col")).split(" align")[0] == base.split(" align")[0]
+    assert key(meta(4096, 1024), meta(1024, 1024, "col")) != base  # aligned now
+    assert key(meta(3000, 777), meta(777, 1000)) != base  # B row-major
+    assert key(meta(3000, 777, dtype=torch.float32), meta(777, 1000, "col", torch.float32), 1) != \
+        key(meta(3000, 777, dtype=torch.float32), meta(777, 1000, "col", torch.float32), 0)
+    assert key(meta(3000, 777), meta(777, 2000, "col")) != base  # n bucket 2048
+
+
+def test_autotune_is_off_by_default_and_on_with_the_environment(tmp_path):
+    code = "import pycutlass_gemm as pg; print(pg.autotune())"
+    env = {k: v for k, v in os.environ.items() if k != "PYCUTLASS_GEMM_AUTOTUNE"}
+    off = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
+                         cwd=tmp_path)
+    on = subprocess.run([sys.executable, "-c", code], env=dict(env, PYCUTLASS_GEMM_AUTOTUNE="1"),
+                        capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert (off.stdout.strip(), on.stdout.strip()) == ("False", "True")
+
+
+@pytest.fixture
+def tuning_on(monkeypatch, tmp_path):
+    """Autotuning on, with a fresh cache directory and no tuned classes; off again afterwards."""
+    monkeypatch.setenv("PYCUTLASS_GEMM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(autotuning, "_caches", {})
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA Fake GPU")
+    _C.clear_tuned()
+    autotuning.autotune(True)
+    yield tmp_path
+    autotuning.autotune(False)
+    _C.clear_tuned()
+
+
+def test_tuned_choice_is_what_plan_runs_and_is_written_to_disk(tuning_on, monkeypatch):
+    a, b = meta(4096, 1024), meta(1024, 4096, "col")
+    timed = []
+
+    def fake_time(*args, **kwargs):
+        timed.append(1)
+        return tune_timing.Timings(ms={"fallback": 1.0, "other": 2.0}, runs={"fallback": 3, "other": 3})
+    monkeypatch.setattr(autotuning, "time_candidates", fake_time)
+    monkeypatch.setattr(torch.cuda, "device", lambda device: torch.device("cpu"))  # meta tensors: no CUDA device
+    assert "autotuned" not in pg.plan(a, b, arch=90)["reason"]
+    choice = autotuning.tune_call(a, b)
+    assert choice["kernel"] == "fallback" and timed == [1]
+    plan = pg.plan(a, b, arch=90)
+    assert plan["kernel"] == "fallback" and plan["reason"].startswith("autotuned")
+    assert autotuning.tune_call(a, b)["kernel"] == "fallback" and timed == [1]  # cached: not timed again
+    (path,) = tuning_on.glob("autotune-*.json")
+    data = json.loads(path.read_text())
+    assert data["identity"]["device"] == "NVIDIA Fake GPU" and list(data["choices"].values())[0]["kernel"] == "fallback"
+    autotuning.autotune(False)
+    assert pg.plan(a, b, arch=90)["kernel"] != "fallback"  # off: the tuned choice is not used
+
+
+def identity():
+    return {"device": "NVIDIA Fake GPU", "driver": 1, "package_version": "t", "kernels": "k"}
+
+
+def test_cache_survives_a_new_process_view_and_ignores_a_corrupt_or_stale_file(tmp_path):
+    cache = autotuning.DiskCache(identity(), tmp_path)
+    cache.store("key1", {"kernel": "k1"})
+    assert autotuning.DiskCache(identity(), tmp_path).choices == {"key1": {"kernel": "k1"}}
+    cache.path.write_text("{truncated")
+    with pytest.warns(RuntimeWarning, match="unreadable cache"):
+        assert autotuning.DiskCache(identity(), tmp_path).choices == {}
+    cache.path.write_text(json.dumps({"format": autotuning.CACHE_FORMAT, "identity": dict(identity(), driver=2),
+                                      "choices": {"key1": {"kernel": "k1"}}}))
+    with pytest.warns(RuntimeWarning, match="another device, driver"):
+        assert autotuning.DiskCache(identity(), tmp_path).choices == {}
+    cache.store("key2", {"kernel": "k2"})  # a broken file is replaced, not an error
+    assert autotuning.DiskCache(identity(), tmp_path).choices == {"key1": {"kernel": "k1"}, "key2": {"kernel": "k2"}}
+
+
+@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0, reason="root writes into read-only directories")
+def test_read_only_cache_directory_warns_and_keeps_choices_in_memory(tmp_path):
+    tmp_path.chmod(0o500)
+    try:
+        cache = autotuning.DiskCache(identity(), tmp_path)
+        with pytest.warns(RuntimeWarning, match="cannot write the cache"):
+            cache.store("key", {"kernel": "k"})
+        assert cache.choices == {"key": {"kernel": "k"}}
+    finally:
+        tmp_path.chmod(0o700)
+
+
+def test_unwritable_cache_path_warns_and_keeps_choices_in_memory(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    cache = autotuning.DiskCache(identity(), blocker / "sub")  # a directory that cannot exist
+    with pytest.warns(RuntimeWarning, match="cannot write the cache"):
+        cache.store("key", {"kernel": "k"})
+    assert cache.choices == {"key": {"kernel": "k"}}
+
+
+def _store_many(directory: str, worker: int) -> None:
+    cache = autotuning.DiskCache(identity(), pathlib.Path(directory))
+    for i in range(25):
+        cache.store(f"w{worker}-{i}", {"kernel": f"k{i}"})
+
+
+def test_two_processes_writing_the_cache_lose_nothing_and_never_corrupt_it(tmp_path):
+    ctx = multiprocessing.get_context("spawn")
+    workers = [ctx.Process(target=_store_many, args=(str(tmp_path), w)) for w in range(2)]
+    for p in workers:
+        p.start()
+    for p in workers:
+        p.join(120)
+        assert p.exitcode == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        choices = autotuning.DiskCache(identity(), tmp_path).choices
+    assert set(choices) == {f"w{w}-{i}" for w in range(2) for i in range(25)}
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+# --- timing candidates, on fakes ---------------------------------------------------------------
+
+
+class FakeEvent:
+    def __init__(self, enable_timing=False):
+        self.t = 0.0
+
+    def record(self):
+        self.t = time.perf_counter()
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, other):
+        return (other.t - self.t) * 1e3
+
+
+def test_time_candidates_checks_each_against_the_fallback_and_never_writes_out(monkeypatch):
+    def launch(a, b, c=None, *, alpha=1.0, beta=0.0, variant="auto", out=None, precision=None):
+        r = a.float() @ b.float()
+        for _ in range(4 if variant == "slow" else 0):
+            r = a.float() @ b.float()
+        r = (r + 1 if variant == "wrong" else r).to(a.dtype)
+        return r if out is None else out.copy_(r)
+    monkeypatch.setattr(_launch, "launch", launch)
+    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
+    a, b = torch.rand(200, 300), torch.rand(300, 100)
+    out = torch.zeros(100, 200).T
+    t = tune_timing.time_candidates(a, b, out=out, names=["slow", "wrong", "fast"], flush=torch.empty(4),
+                                    budget_s=0.05)
+    assert t.best == "fast" and set(t.ms) == {"slow", "fast"}
+    assert "wrong" in t.refused and "against the fallback" in t.refused["wrong"]
+    assert t.runs["slow"] >= tune_timing.FIRST_RUNS and torch.count_nonzero(out) == 0
+
+
+def test_candidates_put_autos_choice_first():
+    a, b = torch.empty(256, 256, dtype=torch.bfloat16), torch.empty(256, 256, dtype=torch.bfloat16)
+    names = tune_timing.candidates(a, b)
+    assert names[0] == pg.plan(a, b)["kernel"] and "fallback" in names and "naive" not in names
+
+
+# --- the sweep's problems ------------------------------------------------------------------------
+
+
+def test_sweep_covers_sizes_1_to_65536_every_layout_dtype_alignment_and_batch():
+    problems = tune_sweep.sweep_problems()
+    assert len(problems) == len(set(problems))
+    seen = {(p.name, w.layout) for w, p in problems}
+    assert {(d, lay) for d in ("bf16", "tf32", "fp16", "fp32") for lay in ("rr", "rc", "cr", "cc")} <= seen
+    bf16 = [w for w, p in problems if p.name == "bf16" and w.batch == 1]
+    for dim in ("m", "n", "k"):
+        assert {1, 65536} <= {getattr(w, dim) for w in bf16}
+    assert any(w.k % 2 == 1 and w.k > 1 for w in bf16)  # unaligned
+    assert {4, 32} <= {w.batch for w, _ in problems}
+    assert all(tune_sweep.fits(w, p) for w, p in problems)
+    for w, p in (("1000x3000x777 rr", "bf16"), ("256x256x524288 rr", "bf16"), ("2048x4096x8192 cr", "tf32")):
+        assert any(x.name == w and q.name == p for x, q in problems)
