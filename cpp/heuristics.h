@@ -4,8 +4,9 @@
 //
 // The table holds, per problem class (dtype, precision, layouts of A and B, whether every operand
 // is 16-byte aligned), the fastest kernel measured at points (m, n, k, batch) log-spaced over
-// 1..65536. A problem takes the choice of the nearest point of its class in octaves (the sum of
-// |log2| ratios of m, n, k and batch): that point's region is where the choice is trusted. A table
+// 1..65536. Distances are in octaves (the sum of |log2| ratios of m, n, k and batch). A measured
+// problem takes its point's choice; another takes the kernel fastest at most of the points of its
+// class within kVoteOctaves of its nearest point (a majority of the surrounding region). A table
 // applies to the GPU model it was measured on (by name; when planning for an architecture without a
 // device, to the one of that compute capability and SM count); elsewhere the rules decide.
 #pragma once
@@ -45,6 +46,9 @@ struct MeasuredChoice {
 // point is farther than kMaxOctaves.
 std::optional<MeasuredChoice> measured_choice(const GemmProblem& p);
 constexpr double kMaxOctaves = 4.0;
+// Between measured points the choice is the kernel fastest at most points within this many octaves
+// of the nearest one (measured_choice says why).
+constexpr double kVoteOctaves = 1.0;
 
 // Autotuning. The key of a problem's tuning class: device, dtype, precision, layouts, the smallest
 // alignment of any operand, m, n, k and batch each rounded up to a power of two, beta, determinism.

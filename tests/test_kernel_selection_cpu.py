@@ -60,9 +60,20 @@ def test_plan_takes_the_nearest_measured_point_of_the_class_and_says_so(tables):
     tables([fake_table([(4096, 4096, 1024, 1, "fallback"), (16, 4096, 4096, 1, pg.plan(a, b, arch=90)["kernel"])])])
     plan = pg.plan(a, b, arch=90)  # planning for sm_90 with 132 SMs: the fake table's GPU
     assert plan["kernel"] == "fallback"
-    assert "fastest measured" in plan["reason"] and "nearest point 4096x4096x1024 (0.0 octaves away)" in plan["reason"]
+    assert "fastest measured" in plan["reason"] and "point 4096x4096x1024 (nearest 0.0 octaves away)" in plan["reason"]
     near = pg.plan(meta(3000, 1024), meta(1024, 5000, "col"), arch=90)
-    assert near["kernel"] == "fallback" and "nearest point 4096x4096x1024" in near["reason"]
+    assert near["kernel"] == "fallback" and "near point 4096x4096x1024 (nearest 0.7 octaves" in near["reason"]
+
+
+def test_between_points_the_kernel_fastest_around_wins(tables):
+    """Off the measured points: the kernel fastest at most points within an octave of the nearest."""
+    tables([fake_table([(1024, 1024, 1024, 1, "fallback"), (4096, 1024, 1024, 1, "naive"),
+                        (1024, 4096, 1024, 1, "naive"), (1024, 1024, 8192, 1, "fallback")])])
+    plan = lambda m, n, k: pg.plan(meta(m, k), meta(k, n, "col"), arch=90)  # noqa: E731
+    assert plan(1024, 1024, 1024)["kernel"] == "fallback"  # a measured point decides itself
+    assert plan(1100, 1024, 1024)["kernel"] == "fallback"  # only the nearest is within an octave of it
+    vote = plan(2048, 2048, 1024)  # three points 2 octaves away, two of them say naive
+    assert vote["kernel"] == "naive" and "fastest at 2 of the 3 points within 3.0 octaves" in vote["reason"]
 
 
 def test_no_table_choice_outside_its_class_region_or_device(tables):
