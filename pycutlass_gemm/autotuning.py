@@ -148,7 +148,7 @@ def _precision_name(a, code: int) -> str | None:
 def _tune(a, b, c, out, alpha, beta, precision_code, deterministic, key) -> None:
     """The C++ core's tuner (see bindings.cpp): decide `key` from the disk cache or by timing."""
     try:
-        tune_call(a, b, c, out, alpha=alpha, beta=beta, precision=_precision_name(a, precision_code), key=key)
+        tune_call(a, b, c, alpha=alpha, beta=beta, out=out, precision=_precision_name(a, precision_code), key=key)
     except Exception as e:  # noqa: BLE001 -- tuning must never fail a call: the untuned choice runs
         _warn_once(f"tune {type(e).__name__}", f"tuning failed ({type(e).__name__}: {e}); using the untuned choice")
         _C.set_tuned(key, _launch.plan(a, b, c, beta=beta, out=out, precision=_precision_name(a, precision_code))["kernel"] or "fallback")

@@ -186,17 +186,18 @@ def test_tuned_choice_is_what_plan_runs_and_is_written_to_disk(tuning_on, monkey
         return tune_timing.Timings(ms={"fallback": 1.0, "other": 2.0}, runs={"fallback": 3, "other": 3})
     monkeypatch.setattr(autotuning, "time_candidates", fake_time)
     monkeypatch.setattr(torch.cuda, "device", lambda device: torch.device("cpu"))  # meta tensors: no CUDA device
-    assert "autotuned" not in pg.plan(a, b, arch=90)["reason"]
+    # (plan without arch: the device tune_key reads too, the current GPU if there is one)
+    assert "autotuned" not in pg.plan(a, b)["reason"]
     choice = autotuning.tune_call(a, b)
     assert choice["kernel"] == "fallback" and timed == [1]
-    plan = pg.plan(a, b, arch=90)
+    plan = pg.plan(a, b)
     assert plan["kernel"] == "fallback" and plan["reason"].startswith("autotuned")
     assert autotuning.tune_call(a, b)["kernel"] == "fallback" and timed == [1]  # cached: not timed again
     (path,) = tuning_on.glob("autotune-*.json")
     data = json.loads(path.read_text())
     assert data["identity"]["device"] == "NVIDIA Fake GPU" and list(data["choices"].values())[0]["kernel"] == "fallback"
     autotuning.autotune(False)
-    assert pg.plan(a, b, arch=90)["kernel"] != "fallback"  # off: the tuned choice is not used
+    assert pg.plan(a, b)["kernel"] != "fallback"  # off: the tuned choice is not used
 
 
 def identity():
