@@ -69,7 +69,7 @@ def format_auto_summary(results: Sequence[Result], within: float = 0.03) -> str 
         return None
     worst = max(autos, key=lambda r: r.vs_best)
     close = sum(r.vs_best <= 1 + within for r in autos)
-    return (f"auto vs the fastest named kernel: within {100 * within:.0f}% on {close} of {len(autos)} rows; worst "
+    return (f"auto's choice vs the fastest named kernel: within {100 * within:.0f}% on {close} of {len(autos)} rows; worst "
             f"{fmt_vs_best(worst.vs_best)} ({worst.workload} {worst.precision}: auto ran {worst.kernel}, "
             f"{worst.best_kernel} was fastest)")
 

@@ -86,7 +86,9 @@ def set_times(r: Result, samples: Sequence[float], workload: Workload, precision
 def fill_speedups(results: Iterable[Result]) -> None:
     """x naive and x torch: the baseline's median over the row's, same workload and precision; and
     for auto and each named kernel, its median over the fastest named kernel's (vs_best): how far
-    auto's choice is from the best built kernel that can run the problem."""
+    auto's choice is from the best built kernel that can run the problem. Auto's choice is judged by
+    its own named row where the group has one (the same kernel timed twice would otherwise count
+    their difference, which is noise, as auto's distance)."""
     results = list(results)
     baseline = {(r.section, r.workload, r.precision, r.variant): r.ms for r in results if r.status == "ok"}
     fastest: dict[tuple, Result] = {}
@@ -102,7 +104,8 @@ def fill_speedups(results: Iterable[Result]) -> None:
         r.x_naive = naive / r.ms if naive else None
         r.x_torch = torch_ms / r.ms if torch_ms else None
         if group in fastest and (r.variant == "auto" or r.variant not in BASELINES):
-            r.vs_best, r.best_kernel = r.ms / fastest[group].ms, fastest[group].variant
+            same = baseline.get((*group, r.kernel)) if r.variant == "auto" else None
+            r.vs_best, r.best_kernel = (same or r.ms) / fastest[group].ms, fastest[group].variant
 
 
 def make_group_inputs(w: Workload, p: Precision):

@@ -223,6 +223,19 @@ def test_speedups_against_naive_and_torch_of_the_same_precision():
     assert rows[4].x_torch is None
 
 
+def test_vs_best_judges_autos_choice_by_its_own_row():
+    rows = [result("torch", ms=2.0), result("auto", kernel="k2", ms=1.3), result("k1", kernel="k1", ms=1.0),
+            result("k2", kernel="k2", ms=1.2), result("auto", precision="fp32", kernel="k9", ms=4.0),
+            result("k9", precision="fp32", kernel="k9", ms=4.4)]
+    rows_mod.fill_speedups(rows)
+    assert rows[1].vs_best == pytest.approx(1.2) and rows[1].best_kernel == "k1"  # k2's row, not auto's 1.3
+    assert rows[2].vs_best == pytest.approx(1.0) and rows[0].vs_best is None
+    assert rows[4].vs_best == pytest.approx(1.0)  # auto ran k9, the only named kernel: its own row
+    summary = report.format_auto_summary(rows)
+    assert "within 3% on 1 of 2 rows" in summary and "+20.0%" in summary and "k1 was fastest" in summary
+    assert "+20.0%" in report.format_row(rows[1])
+
+
 def test_a_failed_row_shows_its_error_and_no_speed():
     ok = report.format_row(result("auto", kernel="sm90_bf16_tn", x_torch=1.25, x_naive=300.0))
     assert "sm90_bf16_tn" in ok and "137.4" in ok and "1.25x" in ok and "300.0x" in ok and ok.endswith("ok")
