@@ -67,8 +67,10 @@ class Kernel:
     @property
     def name(self):
         t = "x".join(map(str, self.tile))
-        if self.family == "simt":
-            return f"simt_{self.dtype}_{self.layout_a}{self.layout_b}_{t}_{self.scheduler}"
+        if self.family == "simt":  # warp tile and stages spelled only when not the default 32x64, 4
+            w = "" if self.warp == (32, 64, 8) else "_w" + "x".join(map(str, self.warp[:2]))
+            s = "" if self.stages == 4 else f"_s{self.stages}"
+            return f"simt_{self.dtype}_{self.layout_a}{self.layout_b}_{t}{w}{s}_{self.scheduler}"
         if self.family == "sm80":  # the warp tile is spelled only when it is not 64x64
             w = "" if self.warp[:2] == (64, 64) else "_w" + "x".join(map(str, self.warp[:2]))
             return f"sm80_{self.dtype}_{self.layout_a}{self.layout_b}_{t}{w}_a{self.alignment}_s{self.stages}"
@@ -155,7 +157,7 @@ def all_kernels():
     for dtype, la_lb, tile in itertools.product(["bf16", "f16"], LAYOUTS, [(128, 128, 32), (128, 256, 32)]):
         kernels.append(sm80(dtype, la_lb, tile))
     for la_lb in LAYOUTS:
-        kernels.append(Kernel("simt", "f32", la_lb[0], la_lb[1], (128, 128, 8), scheduler="splitk"))
+        kernels.append(simt(la_lb))
     return kernels
 
 
@@ -185,7 +187,15 @@ def tuning_kernels():
     ] + [  # 4- and 8-byte aligned bf16: cp.async multistage (CUTLASS generator: GenerateSM80_TensorOp_16816)
         sm80("bf16", "rr", (128, 128, 32), (64, 64, 32), stages=4, alignment=2),
         sm80("bf16", "rr", (128, 128, 32), (64, 64, 32), stages=4, alignment=4),
+    ] + [  # IEEE fp32 (issue 9: >= 0.95x cuBLAS SGEMM): the SIMT tiles of CUTLASS's GenerateSM80_Simt_f32
+        simt(la_lb, tile, warp, stages) for la_lb in ("rr", "rc")
+        for tile, warp, stages in [((256, 128, 8), (64, 64, 8), 5), ((128, 256, 8), (64, 64, 8), 5),
+                                   ((128, 128, 8), (32, 64, 8), 5), ((128, 128, 16), (32, 64, 16), 4)]
     ]
+
+
+def simt(la_lb, tile=(128, 128, 8), warp=(32, 64, 8), stages=4):
+    return Kernel("simt", "f32", la_lb[0], la_lb[1], tile, scheduler="splitk", warp=warp, stages=stages)
 
 
 def registry_source(kernels):
