@@ -9,7 +9,6 @@ the package ships for the GPU it was measured on (copy it into pycutlass_gemm/ta
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 import torch
@@ -27,7 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                       help=f"tune these problems into the autotune cache: comma-separated {SHAPE_FORMAT}, "
                            "e.g. 1000x3000x777:rr:bf16")
     parser.add_argument("--measurements", metavar="FILE.jsonl", default="sweep.jsonl",
-                        help="--sweep: where the raw measurements go (problems already there are not measured again)")
+                        help="--sweep: where the raw measurements go; a problem already there is measured again "
+                             "only if a kernel that can run it was not measured there (one built since)")
     parser.add_argument("--table-dir", metavar="DIR", default=".",
                         help="--sweep: where the table goes (named for the device), once every problem is measured")
     parser.add_argument("--limit-s", type=float, metavar="SECONDS",
@@ -51,8 +51,7 @@ def run(args: argparse.Namespace) -> int:
         left = tune_sweep.run_sweep(problems, args.measurements, limit_s=args.limit_s)
         if left:
             return 3
-        with open(args.measurements) as f:
-            records = [json.loads(line) for line in f]
+        records = list(tune_sweep.load_measurements(args.measurements).values())
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
         from . import __version__
         table = heuristics.build_table(records, device=props.name, sm=props.major * 10 + props.minor,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import time
 from typing import Iterable, Sequence
 
@@ -20,7 +21,7 @@ import torch
 
 from . import launch as _launch
 from .bench_cases import LAYOUTS, PRECISIONS, USER_SHAPES, WORKLOADS, Precision, Workload, parse_shapes
-from .tune_timing import flush_buffer, time_candidates
+from .tune_timing import candidates, flush_buffer, time_candidates
 
 SIZES = (1, 4, 16, 64, 256, 512, 1024, 2048, 4096, 8192, 16384, 65536)
 COARSE = (1, 16, 256, 1024, 4096, 16384, 65536)  # unaligned, fp16, IEEE fp32: fewer points
@@ -88,19 +89,35 @@ def _key(w: Workload, p: Precision) -> tuple:
     return (w.m, w.n, w.k, w.batch, w.layout, p.name)
 
 
+def load_measurements(path: str) -> dict[tuple, dict]:
+    """The records of a measurements file by problem, the last one of a problem measured twice."""
+    records: dict[tuple, dict] = {}
+    try:
+        with open(path) as f:
+            for r in map(json.loads, f):
+                records[_key(Workload.problem(r["m"], r["n"], r["k"], r["layout"], r["batch"]), _BY_NAME[r["precision"]])] = r
+    except FileNotFoundError:
+        pass
+    return records
+
+
+def _has_new_candidates(record: dict, w: Workload, p: Precision) -> bool:
+    """Whether a kernel that can run the problem now was not measured there (built since)."""
+    a, b = w.meta_inputs(p)
+    return not set(candidates(a, b, precision=p.gemm_precision)) <= set(record["ms"]) | set(record["refused"])
+
+
 def run_sweep(problems: Sequence[tuple[Workload, Precision]], path: str, *, budget_s: float = 0.2,
               limit_s: float | None = None, log=print) -> int:
     """Time every candidate of every problem, appending one JSON object per problem to `path` as it
-    goes; problems already in `path` are skipped, so a sweep cut short by `limit_s` (seconds) goes
-    on where it stopped when run again. Returns how many problems are still to measure."""
-    done = set()
-    try:
-        with open(path) as f:
-            done = {_key(Workload.problem(r["m"], r["n"], r["k"], r["layout"], r["batch"]), _BY_NAME[r["precision"]])
-                    for r in map(json.loads, f)}
-    except FileNotFoundError:
-        pass
-    todo = [(w, p) for w, p in problems if _key(w, p) not in done]
+    goes. A problem already in `path` is measured again only when a kernel that can run it was not
+    measured there (one added since): a sweep cut short by `limit_s` (seconds) goes on where it
+    stopped when run again, and a new kernel costs a sweep of the problems it can run. When every
+    problem is measured the file is rewritten with one record a problem. Returns how many problems
+    are still to measure."""
+    records = load_measurements(path)
+    todo = [(w, p) for w, p in problems
+            if _key(w, p) not in records or _has_new_candidates(records[_key(w, p)], w, p)]
     log(f"sweep: {len(problems)} problems, {len(todo)} to measure, estimated {estimated_seconds(todo):.0f} s "
         "of GPU time")
     device = torch.device("cuda", torch.cuda.current_device())
@@ -122,5 +139,10 @@ def run_sweep(problems: Sequence[tuple[Workload, Precision]], path: str, *, budg
             del a, b
             if i % 200 == 0:
                 log(f"  {i + 1}/{len(todo)} after {time.perf_counter() - t0:.0f} s: {w.label} {p.name} -> {t.best}")
+    records = load_measurements(path)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in records.values())
+    os.replace(tmp, path)
     log(f"sweep: done in {time.perf_counter() - t0:.0f} s")
     return 0

@@ -318,3 +318,37 @@ def test_sweep_covers_sizes_1_to_65536_every_layout_dtype_alignment_and_batch():
     assert all(tune_sweep.fits(w, p) for w, p in problems)
     for w, p in (("1000x3000x777 rr", "bf16"), ("256x256x524288 rr", "bf16"), ("2048x4096x8192 cr", "tf32")):
         assert any(x.name == w and q.name == p for x, q in problems)
+
+
+def test_sweep_resumes_and_measures_again_only_where_a_new_kernel_can_run(monkeypatch, tmp_path):
+    """On fakes: kernels are CPU matmuls, events a wall clock."""
+    kernels = [{"name": n, "dtype": "bfloat16", "family": "x", "priority": p} for n, p in (("k1", 2), ("fallback", 0))]
+
+    def launch(a, b, c=None, *, alpha=1.0, beta=0.0, variant="auto", out=None, precision=None):
+        r = (a.float() @ b.float()).to(a.dtype)
+        return r if out is None else out.copy_(r)
+    monkeypatch.setattr(_launch, "kernels", lambda: kernels)
+    monkeypatch.setattr(_launch, "launch", launch)
+    monkeypatch.setattr(_launch, "can_run", lambda name, a, *args, **kw: "" if a.shape[0] < 100 or name != "k2" else "no")
+    monkeypatch.setattr(_launch, "plan", lambda *a, **k: {"kernel": "k1", "reason": ""})
+    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(tune_sweep.torch, "device", lambda *a: "cpu")
+    tune_timing._kernels_for.cache_clear()
+    problems = [(tune_sweep.Workload.problem(m, 64, 64), tune_sweep._BY_NAME["bf16"]) for m in (16, 64, 256)]
+    path = str(tmp_path / "sweep.jsonl")
+    try:
+        assert tune_sweep.run_sweep(problems, path, limit_s=0.0, log=lambda *a: None) == 3  # stopped at once
+        assert tune_sweep.run_sweep(problems, path, log=lambda *a: None) == 0
+        first = tune_sweep.load_measurements(path)
+        assert len(first) == 3 and all(set(r["ms"]) == {"k1", "fallback"} for r in first.values())
+        kernels.append({"name": "k2", "dtype": "bfloat16", "family": "x", "priority": 1})  # built since: runs m < 100
+        tune_timing._kernels_for.cache_clear()
+        logged = []
+        assert tune_sweep.run_sweep(problems, path, log=logged.append) == 0
+        assert "2 to measure" in logged[0]
+        again = tune_sweep.load_measurements(path)
+        assert [sorted(r["ms"]) for r in again.values()] == [["fallback", "k1", "k2"]] * 2 + [["fallback", "k1"]]
+        assert len(open(path).readlines()) == 3  # rewritten: one record a problem
+    finally:
+        tune_timing._kernels_for.cache_clear()
