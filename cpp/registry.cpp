@@ -13,7 +13,6 @@ const std::vector<const GemmKernel*>& all_kernels() {
     std::vector<const GemmKernel*> out;
     register_naive_kernels(out);
     register_fallback_kernels(out);
-    register_skinny_kernels(out);
     register_cutlass_kernels(out);
     return out;
   }();

@@ -30,7 +30,6 @@ Plan plan(const GemmProblem& p);
 // Each kernel family contributes its kernels through one function.
 void register_naive_kernels(std::vector<const GemmKernel*>& out);
 void register_fallback_kernels(std::vector<const GemmKernel*>& out);
-void register_skinny_kernels(std::vector<const GemmKernel*>& out);
 void register_cutlass_kernels(std::vector<const GemmKernel*>& out);  // generated
 
 }  // namespace pycutlass_gemm
