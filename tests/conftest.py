@@ -1,6 +1,7 @@
 """Shared test helpers: operands of any layout, the float64 reference, tolerances."""
 
 import math
+import time
 
 import pytest
 import torch
@@ -69,3 +70,19 @@ def rel_error(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> float:
     if ref_norm > 0:  # an all-zero reference (K = 0) leaves the absolute error
         err = err / ref_norm
     return float(err)  # NaN if anything was left unwritten: NaN < tol is False
+
+
+class WallClockEvent:
+    """torch.cuda.Event on the host clock: enough to run the timing code's logic on the CPU."""
+
+    def __init__(self, enable_timing=False):
+        self.t = None
+
+    def record(self):
+        self.t = time.perf_counter()
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, end):
+        return (end.t - self.t) * 1e3

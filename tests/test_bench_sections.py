@@ -4,12 +4,11 @@ the whole pipeline on the CPU; two quick real runs need a GPU."""
 import contextlib
 import json
 import math
-import time
 
 import pytest
 import torch
 
-from conftest import gpu
+from conftest import WallClockEvent, gpu
 from bench_modules import (FAKE_KERNELS, HAS_EXT, _api, bench, cases, cli, host, model, report,
                            result, timing)
 
@@ -108,21 +107,6 @@ def test_without_a_gpu_a_broken_plan_still_exits_2(monkeypatch, capsys):
 
 # --- the whole pipeline, with the CPU standing in for the GPU ----------------------------------------
 
-class _WallClockEvent:
-    """torch.cuda.Event on the host clock: enough to run time_cuda's logic on the CPU."""
-
-    def __init__(self, enable_timing=False):
-        self.t = None
-
-    def record(self):
-        self.t = time.perf_counter()
-
-    def synchronize(self):
-        pass
-
-    def elapsed_time(self, end):
-        return (end.t - self.t) * 1e3
-
 
 def _fake_gemm(a, b, *, variant="auto", out=None, precision=None):
     if variant == "fallback":
@@ -135,7 +119,7 @@ def _fake_gemm(a, b, *, variant="auto", out=None, precision=None):
 def test_pipeline_on_cpu_checks_times_and_reports(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(cases, "DEVICE", "cpu")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "Event", _WallClockEvent)
+    monkeypatch.setattr(torch.cuda, "Event", WallClockEvent)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *args: None)
     monkeypatch.setattr(bench, "QUICK", timing.Settings(budget_s=0.01, max_runs=5, warmup_s=0.0, peak_size=64,
                                                        copy_mib=1, flush_mib=1))
@@ -180,7 +164,7 @@ def test_sections_on_cpu_run_report_and_write_json(monkeypatch, tmp_path, capsys
     for the package (so every ratio is about 1 and every pg-ops count 0)."""
     monkeypatch.setattr(cases, "DEVICE", "cpu")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "Event", _WallClockEvent)
+    monkeypatch.setattr(torch.cuda, "Event", WallClockEvent)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *args: None)
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
     monkeypatch.setattr(bench, "QUICK", timing.Settings(budget_s=0.01, max_runs=3, warmup_s=0.0, peak_size=64,
@@ -231,7 +215,7 @@ def test_sections_on_cpu_run_report_and_write_json(monkeypatch, tmp_path, capsys
 
 def test_model_without_enable_skips_the_encoder(monkeypatch):
     monkeypatch.setattr(cases, "DEVICE", "cpu")
-    monkeypatch.setattr(torch.cuda, "Event", _WallClockEvent)
+    monkeypatch.setattr(torch.cuda, "Event", WallClockEvent)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *args: None)
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda: None)
     monkeypatch.setattr(model, "MLP", model.MlpShape(tokens=8, width=8, layers=2))

@@ -8,7 +8,6 @@ import os
 import pathlib
 import subprocess
 import sys
-import time
 import warnings
 
 import pytest
@@ -17,6 +16,7 @@ import torch
 import pycutlass_gemm as pg
 from pycutlass_gemm import _C, autotuning, heuristics, tune_sweep, tune_timing
 from pycutlass_gemm import launch as _launch
+from conftest import WallClockEvent
 
 
 def meta(rows, cols, layout="row", dtype=torch.bfloat16):
@@ -264,18 +264,6 @@ def test_two_processes_writing_the_cache_lose_nothing_and_never_corrupt_it(tmp_p
 # --- timing candidates, on fakes ---------------------------------------------------------------
 
 
-class FakeEvent:
-    def __init__(self, enable_timing=False):
-        self.t = 0.0
-
-    def record(self):
-        self.t = time.perf_counter()
-
-    def synchronize(self):
-        pass
-
-    def elapsed_time(self, other):
-        return (other.t - self.t) * 1e3
 
 
 def test_time_candidates_checks_each_against_the_fallback_and_never_writes_out(monkeypatch):
@@ -286,7 +274,7 @@ def test_time_candidates_checks_each_against_the_fallback_and_never_writes_out(m
         r = (r + 1 if variant == "wrong" else r).to(a.dtype)
         return r if out is None else out.copy_(r)
     monkeypatch.setattr(_launch, "launch", launch)
-    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
+    monkeypatch.setattr(torch.cuda, "Event", WallClockEvent)
     a, b = torch.rand(200, 300), torch.rand(300, 100)
     out = torch.zeros(100, 200).T
     t = tune_timing.time_candidates(a, b, out=out, names=["slow", "wrong", "fast"], flush=torch.empty(4),
@@ -331,7 +319,7 @@ def test_sweep_resumes_and_measures_again_only_where_a_new_kernel_can_run(monkey
     monkeypatch.setattr(_launch, "launch", launch)
     monkeypatch.setattr(_launch, "can_run", lambda name, a, *args, **kw: "" if a.shape[0] < 100 or name != "k2" else "no")
     monkeypatch.setattr(_launch, "plan", lambda *a, **k: {"kernel": "k1", "reason": ""})
-    monkeypatch.setattr(torch.cuda, "Event", FakeEvent)
+    monkeypatch.setattr(torch.cuda, "Event", WallClockEvent)
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(tune_sweep.torch, "device", lambda *a: "cpu")
     tune_timing._kernels_for.cache_clear()
