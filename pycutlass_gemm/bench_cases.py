@@ -132,6 +132,12 @@ def fp16_input_scale(k: int) -> float:
     return 2.0 ** -excess
 
 
+def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
+    """‖out − ref‖/‖ref‖ against a float64 `ref`; NaN if anything is NaN (NaN <= tol is False)."""
+    diff = torch.linalg.vector_norm(out.double() - ref)
+    return float(diff / torch.linalg.vector_norm(ref))
+
+
 # problems.md: inputs torch.rand float32; users used to write A.T.contiguous() first.
 WORKLOADS = {
     "transposed-a": Workload("transposed A", 2048, 4096, 8192, "cr"),   # matmul(A.T, B), A stored (K, M)

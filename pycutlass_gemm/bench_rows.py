@@ -14,14 +14,8 @@ import torch
 import pycutlass_gemm as _api
 
 from . import bench_cases as cases
-from .bench_cases import BASELINES, TORCH, TORCH_COPY, BenchCase, Precision, Result, Workload
+from .bench_cases import BASELINES, TORCH, TORCH_COPY, BenchCase, Precision, Result, Workload, rel_error
 from .bench_timing import Settings, flush_buffer, time_interleaved, torch_matmul_precision, warm_up
-
-
-def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
-    """‖out − ref‖/‖ref‖ in float64; NaN if anything is NaN (NaN <= tol is False)."""
-    diff = torch.linalg.vector_norm(out.double() - ref)
-    return float(diff / torch.linalg.vector_norm(ref))
 
 
 def _call(case: BenchCase, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> tuple[Callable[[], torch.Tensor], str]:

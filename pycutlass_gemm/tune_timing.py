@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import torch
 
 from . import launch as _launch
+from .bench_cases import PRECISIONS, rel_error
 
 # > the 50 MiB L2 of an H100/H200: zeroing it before each run evicts the operands.
 FLUSH_MIB = 128
@@ -30,21 +31,10 @@ def flush_buffer(device) -> torch.Tensor:
 
 
 def tolerance(dtype: torch.dtype, precision: str | None, k: int) -> float:
-    """‖out − fallback‖/‖fallback‖ a correct kernel stays under (the bench's and tests' rule: the
-    rounding of a length-K sum grows like sqrt(K); a wrong index is off by O(1))."""
-    if dtype in (torch.float16, torch.bfloat16):
-        base = 1e-2
-    elif dtype == torch.float32 and precision == "tf32":
-        base = 2e-3
-    else:
-        base = 1e-5
-    return base * max(1.0, math.sqrt(k / 8192))
-
-
-def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
-    """NaN if anything is NaN (NaN <= tol is False)."""
-    diff = torch.linalg.vector_norm(out.double() - ref.double())
-    return float(diff / torch.linalg.vector_norm(ref.double()))
+    """‖out − fallback‖/‖fallback‖ a correct kernel stays under: the benchmark's rule for the
+    precision (bench_cases.Precision.tolerance; float64, which only the fallback runs, as fp32)."""
+    name = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype, "tf32" if precision == "tf32" else "fp32")
+    return next(p for p in PRECISIONS if p.name == name).tolerance(k)
 
 
 def candidates(a, b, c=None, *, beta: float = 0.0, out=None, precision: str | None = None) -> list[str]:
@@ -109,7 +99,7 @@ def time_candidates(a, b, c=None, *, alpha: float = 1.0, beta: float = 0.0, out=
                                     precision=precision)
     if scratch is not None:
         scratch.fill_(math.nan)
-    ref = call("fallback").clone()
+    ref = call("fallback").double()  # a copy (the scratch output is written again), in rel_error's precision
     tol = tolerance(a.dtype, precision, a.shape[-1])
     share = budget_s / len(names)
     for name in names:
