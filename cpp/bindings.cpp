@@ -227,7 +227,6 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_tuned", &set_tuned, "Records the tuned kernel of a class (tune_key) and forgets cached plans.");
   m.def("tuned_kernel", &tuned_kernel);
   m.def("clear_tuned", &clear_tuned);
-  m.def("tuned_count", &tuned_count);
   m.def("driver_version", [] {
     int v = 0;
     if (cudaDriverGetVersion(&v) != cudaSuccess) cudaGetLastError();

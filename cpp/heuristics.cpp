@@ -202,9 +202,4 @@ void clear_tuned() {
   clear_plan_cache();
 }
 
-size_t tuned_count() {
-  std::shared_lock lock(tuned_mutex);
-  return tuned().size();
-}
-
 }  // namespace pycutlass_gemm

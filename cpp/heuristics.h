@@ -59,6 +59,5 @@ void set_autotune_enabled(bool on);  // forgets cached plans
 std::optional<std::string> tuned_kernel(const std::string& key);
 void set_tuned(const std::string& key, const std::string& kernel);
 void clear_tuned();
-size_t tuned_count();
 
 }  // namespace pycutlass_gemm
