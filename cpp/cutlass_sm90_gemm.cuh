@@ -44,6 +44,7 @@
 
 #include "cutlass_adapter.cuh"
 #include "gemm_problem.h"
+#include "sm90_smem_transpose_mainloop.cuh"
 
 namespace pycutlass_gemm {
 namespace sm90_detail {
@@ -82,6 +83,27 @@ int64_t contiguous_extent(int64_t rows, int64_t cols) {
   return std::is_same_v<Tag, cutlass::layout::RowMajor> ? cols : rows;
 }
 
+// The mainloop: what CUTLASS's builder makes for the choices, or, for the schedule
+// KernelTmaWarpSpecializedCooperativeSmemTranspose (tf32 with an MN-major operand), the mainloop
+// that transposes MN-major tiles in shared memory around the builder's K-major one.
+template <class Element, class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape,
+          class StageCount, class Schedule>
+struct Mainloop {
+  using type = typename cutlass::gemm::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Element, LayoutA, kAlignment, Element, LayoutB, kAlignment,
+      float, TileShape, ClusterShape, StageCount, Schedule>::CollectiveOp;
+};
+
+template <class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape, class StageCount>
+struct Mainloop<float, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape, StageCount,
+                KernelTmaWarpSpecializedCooperativeSmemTranspose> {
+  using KMajor = typename Mainloop<float, cutlass::layout::RowMajor, cutlass::layout::ColumnMajor, kAlignment,
+                                   TileShape, ClusterShape, StageCount,
+                                   cutlass::gemm::KernelTmaWarpSpecializedCooperative>::type;
+  using type = Sm90SmemTransposeMainloop<KMajor, cutlass::detail::TagToStrideA_t<LayoutA>,
+                                         cutlass::detail::TagToStrideB_t<LayoutB>>;
+};
+
 }  // namespace sm90_detail
 
 template <class Element_,            // cutlass::bfloat16_t, cutlass::half_t, or float (tf32 math)
@@ -89,7 +111,8 @@ template <class Element_,            // cutlass::bfloat16_t, cutlass::half_t, or
           class LayoutB_,            // user layout of B (k x n)
           class TileShape_,          // cute::Shape<_M, _N, _K> (in CUTLASS's M'/N' when kTransposed)
           class ClusterShape_,       // cute::Shape<_X, _Y, _1>
-          class MainloopSchedule_,   // cutlass::gemm::KernelTmaWarpSpecializedCooperative / ...Pingpong
+          class MainloopSchedule_,   // cutlass::gemm::KernelTmaWarpSpecializedCooperative / ...Pingpong, or
+                                     // KernelTmaWarpSpecializedCooperativeSmemTranspose (tf32, MN-major)
           class EpilogueSchedule_,   // cutlass::epilogue::TmaWarpSpecializedCooperative / TmaWarpSpecialized
           class TileScheduler_,      // cutlass::gemm::PersistentScheduler / StreamKScheduler
           bool kTransposed_ = false,
@@ -137,14 +160,11 @@ class CutlassSm90Gemm : public GemmKernel {
       Element, LayoutD, kAlignment,  // D
       EpilogueSchedule_, FusionOp>::CollectiveOp;
 
-  using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp,
-      Element, LayoutA, kAlignment,
-      Element, LayoutB, kAlignment,
-      ElementAccumulator, TileShape, ClusterShape,
+  using CollectiveMainloop = typename sm90_detail::Mainloop<
+      Element, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
           sizeof(typename CollectiveEpilogue::SharedStorage))>,
-      MainloopSchedule_>::CollectiveOp;
+      MainloopSchedule_>::type;
 
   using GemmKernelType = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, CollectiveMainloop,
                                                               CollectiveEpilogue, TileScheduler>;

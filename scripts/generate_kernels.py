@@ -27,6 +27,10 @@ SCHEDULE = {  # short name: (mainloop schedule, epilogue schedule, words)
              "cooperative"),
     "pingpong": ("cutlass::gemm::KernelTmaWarpSpecializedPingpong", "cutlass::epilogue::TmaWarpSpecialized",
                  "pingpong"),
+    # tf32 with an MN-major operand: cooperative, MN-major tiles transposed to K-major in shared
+    # memory between TMA and wgmma (cpp/sm90_smem_transpose_mainloop.cuh)
+    "cooptranspose": ("KernelTmaWarpSpecializedCooperativeSmemTranspose",
+                      "cutlass::epilogue::TmaWarpSpecializedCooperative", "cooperative, smem transpose"),
 }
 SCHEDULER = {"persistent": "cutlass::gemm::PersistentScheduler", "streamk": "cutlass::gemm::StreamKScheduler"}
 # Auto dispatch: large-tile persistent first (it ranks itself at 80, below stream-K, on
@@ -61,7 +65,8 @@ class Kernel:
         # tf32 wgmma reads only K-major smem; with row-major A and B CUTLASS's builder
         # would pick its SwapAB path, which needs the non-TMA EpilogueTransposed.
         # Computing D^T = B^T A^T instead turns rr into cc with a column-major D^T.
-        tf32_rr = self.family == "sm90" and self.dtype == "tf32" and self.layout_a + self.layout_b == "rr"
+        tf32_rr = (self.family == "sm90" and self.dtype == "tf32" and self.layout_a + self.layout_b == "rr"
+                   and self.schedule != "cooptranspose")
         return tf32_rr or self.swap_ab
 
     @property
@@ -134,12 +139,17 @@ def all_kernels():
     kernels = []
     for dtype, la_lb in itertools.product(["bf16", "f16", "tf32"], LAYOUTS):
         k = 32 if dtype == "tf32" else 64  # 128-byte rows of K either way
-        kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 256, k), (2, 1), "coop", "persistent"))
+        # tf32 with A and B MN-major (transposed A): tiles transposed in shared memory ran the
+        # transposed-A workload in 0.61 ms where CUTLASS's register-sourced mainloop took 0.72
+        # (H100; cuBLAS 0.52). With one MN-major operand (rr, cc) the register-sourced path stays
+        # ahead (4096^3: 0.41 against 0.44-0.53 ms), see tuning_kernels().
+        schedule = "cooptranspose" if dtype == "tf32" and la_lb == "cr" else "coop"
+        kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 256, k), (2, 1), schedule, "persistent"))
         # Stream-K for few tiles and long K. tf32 takes the wider tile: on the large-K workload
         # (H100, concurrent split reduction) 128x256 ran 0.41 ms against 128x128's 0.46 (cuBLAS
         # 0.47); for bf16 the two were within noise (0.22 ms either way).
         sk_tile = (128, 256, k) if dtype == "tf32" else (128, 128, k)
-        kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], sk_tile, (1, 1), "coop", "streamk"))
+        kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], sk_tile, (1, 1), schedule, "streamk"))
     # F.linear with a bias, x @ W.T + b (x row-major, W.T column-major: rc), as models call it
     # (pycutlass_gemm.enable() routes it): the persistent kernel with a bias-row epilogue. Only
     # rc: the backward products have no bias, and fp32 is not routed by default.
@@ -181,6 +191,13 @@ def tuning_kernels():
         Kernel("sm90", "tf32", "c", "r", (128, 128, 32), (1, 1), "pingpong", "persistent"),
         Kernel("sm90", "tf32", "c", "r", (256, 128, 32), (2, 1), "coop", "persistent"),
         Kernel("sm90", "tf32", "c", "r", (128, 256, 32), (1, 1), "coop", "persistent"),
+    ] + [  # tf32: the register-sourced mainloop for transposed A (the package's cr kernels transpose in
+        # shared memory), and the shared-memory transpose for one MN-major operand (H100, x cuBLAS:
+        # 4096^3 rr 0.63 / cc 0.77 against the register-sourced 0.82; large K rr stream-K 1.17 against 1.12)
+        Kernel("sm90", "tf32", "c", "r", (128, 256, 32), (2, 1), "coop", "persistent"),
+    ] + [
+        Kernel("sm90", "tf32", la_lb[0], la_lb[1], (128, 256, 32), cluster, "cooptranspose", scheduler)
+        for la_lb in ("rr", "cc") for scheduler, cluster in (("persistent", (2, 1)), ("streamk", (1, 1)))
     ] + [  # unaligned bf16 (tracker issue 10: 1000x3000x777 rr, 2048x1001x2048 rr): other tiles of the
         # alignment-1 register-staged kernel: 128x256 / 256x128 with 8 warps of 64x64; warp tiles of
         # 64x32 / 32x64 (162 / 182 registers instead of 255, so more warps per SM)

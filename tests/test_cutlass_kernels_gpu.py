@@ -120,3 +120,34 @@ def test_split_k_follows_torch_determinism(deterministic):
         assert max(errors) < tol
         if deterministic:
             assert all(torch.equal(outs[0], out) for out in outs[1:]), f"{kern['name']}: runs differ"
+
+
+# tf32 must round its inputs to nearest, as cuBLAS does: truncating them biased the sums of
+# torch.rand inputs enough (-1.45 on outputs near 2048 at K = 8192) to fail this tolerance.
+TF32_TRANSPOSED_A = ["auto"] + [kern["name"] for kern in cutlass_kernels() if kern["math"] == "tf32"
+                                and kern["layout_a"] in ("col", "any") and kern["layout_b"] in ("row", "any")]
+
+
+@pytest.mark.parametrize("variant", TF32_TRANSPOSED_A)
+def test_tf32_is_allclose_to_torch_fp32_on_transposed_a(variant):
+    """The package's tf32 on the transposed-A workload with torch.rand inputs, held to
+    torch.allclose(out, torch's IEEE fp32 out, rtol=1e-4, atol=1e-4)."""
+    m, n, k, _, _ = WORKLOADS["transposed_a"]
+    g = torch.Generator(device="cuda").manual_seed(9)
+    a_stored = torch.rand(k, m, device="cuda", generator=g)  # (K, M) row-major: A.T is the (M, K) operand
+    b = torch.rand(k, n, device="cuda", generator=g)
+    if variant != "auto" and pg.can_run(variant, a_stored.T, b, precision="tf32"):
+        pytest.skip(f"{variant}: {pg.can_run(variant, a_stored.T, b, precision='tf32')}")
+    matmul = torch.backends.cuda.matmul
+    saved = matmul.allow_tf32
+    matmul.allow_tf32 = False
+    try:
+        ref = torch.matmul(a_stored.T, b)
+    finally:
+        matmul.allow_tf32 = saved
+    out = poisoned(m, n, torch.float32)
+    pg.gemm(a_stored.T, b, out=out, variant=variant, precision="tf32")
+    diff = (out - ref).abs()
+    print(f"{variant}: max |out - torch fp32| {diff.max().item():.3e}, "
+          f"worst ratio to 1e-4 + 1e-4 |ref| {(diff / (1e-4 + 1e-4 * ref.abs())).max().item():.3f}")
+    assert torch.allclose(out, ref, rtol=1e-4, atol=1e-4)
