@@ -36,7 +36,9 @@ py::dict kernel_dict(const KernelInfo& i) {
   return d;
 }
 
-Precision precision_of(int code) { return code == 1 ? Precision::Tf32 : Precision::Ieee; }
+Precision precision_of(int code) {
+  return code == 1 ? Precision::Tf32 : code == 2 ? Precision::Tf32x3 : Precision::Ieee;
+}
 
 // The plan for a call; ValueError naming the problem where no kernel (or not the named one) can
 // run it (an unknown name: std::invalid_argument, which pybind11 raises as ValueError too).

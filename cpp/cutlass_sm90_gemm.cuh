@@ -83,9 +83,9 @@ int64_t contiguous_extent(int64_t rows, int64_t cols) {
   return std::is_same_v<Tag, cutlass::layout::RowMajor> ? cols : rows;
 }
 
-// The mainloop: what CUTLASS's builder makes for the choices, or, for the schedule
-// KernelTmaWarpSpecializedCooperativeSmemTranspose (tf32 with an MN-major operand), the mainloop
-// that transposes MN-major tiles in shared memory around the builder's K-major one.
+// The mainloop: what CUTLASS's builder makes for the choices, or, for the schedules of
+// sm90_smem_transpose_mainloop.cuh (tf32 with an MN-major operand; tf32x3), a mainloop that
+// rewrites each stage in shared memory around the builder's K-major one.
 template <class Element, class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape,
           class StageCount, class Schedule>
 struct Mainloop {
@@ -94,15 +94,39 @@ struct Mainloop {
       float, TileShape, ClusterShape, StageCount, Schedule>::CollectiveOp;
 };
 
-template <class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape, class StageCount>
-struct Mainloop<float, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape, StageCount,
-                KernelTmaWarpSpecializedCooperativeSmemTranspose> {
+template <class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape, int kCarveout,
+          bool kTf32x3>
+struct RewritingMainloop {
+  // tf32x3 keeps one more (M + N) x K tile of small parts beside the stages.
+  static constexpr int kSmallBytes =
+      kTf32x3 ? int(sizeof(float)) * (cute::size<0>(TileShape{}) + cute::size<1>(TileShape{})) * cute::size<2>(TileShape{})
+              : 0;
   using KMajor = typename Mainloop<float, cutlass::layout::RowMajor, cutlass::layout::ColumnMajor, kAlignment,
-                                   TileShape, ClusterShape, StageCount,
+                                   TileShape, ClusterShape,
+                                   cutlass::gemm::collective::StageCountAutoCarveout<kCarveout + kSmallBytes>,
                                    cutlass::gemm::KernelTmaWarpSpecializedCooperative>::type;
   using type = Sm90SmemTransposeMainloop<KMajor, cutlass::detail::TagToStrideA_t<LayoutA>,
-                                         cutlass::detail::TagToStrideB_t<LayoutB>>;
+                                         cutlass::detail::TagToStrideB_t<LayoutB>, kTf32x3>;
 };
+
+template <class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape, int kCarveout>
+struct Mainloop<float, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape,
+                cutlass::gemm::collective::StageCountAutoCarveout<kCarveout>,
+                KernelTmaWarpSpecializedCooperativeSmemTranspose>
+    : RewritingMainloop<LayoutA, LayoutB, kAlignment, TileShape, ClusterShape, kCarveout, false> {};
+
+template <class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape, int kCarveout>
+struct Mainloop<float, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape,
+                cutlass::gemm::collective::StageCountAutoCarveout<kCarveout>, KernelTmaWarpSpecializedCooperativeTf32x3>
+    : RewritingMainloop<LayoutA, LayoutB, kAlignment, TileShape, ClusterShape, kCarveout, true> {};
+
+// The math a kernel's mainloop does: 16-bit inputs exactly, fp32 inputs as tf32, or as tf32x3.
+template <class Element, class Schedule>
+constexpr Precision math_of() {
+  if constexpr (!std::is_same_v<Element, float>) return Precision::Ieee;
+  else if constexpr (std::is_same_v<Schedule, KernelTmaWarpSpecializedCooperativeTf32x3>) return Precision::Tf32x3;
+  else return Precision::Tf32;
+}
 
 }  // namespace sm90_detail
 
@@ -113,6 +137,7 @@ template <class Element_,            // cutlass::bfloat16_t, cutlass::half_t, or
           class ClusterShape_,       // cute::Shape<_X, _Y, _1>
           class MainloopSchedule_,   // cutlass::gemm::KernelTmaWarpSpecializedCooperative / ...Pingpong, or
                                      // KernelTmaWarpSpecializedCooperativeSmemTranspose (tf32, MN-major)
+                                     // / ...Tf32x3 (fp32 as three tf32 products)
           class EpilogueSchedule_,   // cutlass::epilogue::TmaWarpSpecializedCooperative / TmaWarpSpecialized
           class TileScheduler_,      // cutlass::gemm::PersistentScheduler / StreamKScheduler
           bool kTransposed_ = false,
@@ -182,7 +207,7 @@ class CutlassSm90Gemm : public GemmKernel {
       : info_{name,
               "cutlass_sm90",
               sm90_detail::DTypeOf<Element>::value,
-              std::is_same_v<Element, float> ? Precision::Tf32 : Precision::Ieee,
+              sm90_detail::math_of<Element, MainloopSchedule_>(),
               sm90_detail::layout_of<LayoutA_>(),
               sm90_detail::layout_of<LayoutB_>(),
               90,

@@ -27,7 +27,16 @@ const char* layout_name(Layout l) {
   return "?";
 }
 
-const char* precision_name(Precision p) { return p == Precision::Tf32 ? "tf32" : "ieee"; }
+const char* precision_name(Precision p) {
+  switch (p) {
+    case Precision::Ieee: return "ieee";
+    case Precision::Tf32: return "tf32";
+    case Precision::Tf32x3: return "tf32x3";
+  }
+  return "?";
+}
+
+bool math_allowed(Precision math, Precision precision) { return math == Precision::Ieee || math == precision; }
 
 int dtype_size(DType d) {
   switch (d) {
@@ -84,8 +93,9 @@ std::string check_common(const KernelInfo& info, const GemmProblem& p) {
            ", device has " + std::to_string(p.sm);
   if (p.dtype != info.dtype)
     return std::string("built for ") + dtype_name(info.dtype) + ", inputs are " + dtype_name(p.dtype);
-  if (info.math == Precision::Tf32 && p.precision != Precision::Tf32)
-    return "uses tf32 tensor cores; precision is 'ieee'";
+  if (!math_allowed(info.math, p.precision))
+    return std::string("computes as ") + precision_name(info.math) + "; precision is '" + precision_name(p.precision) +
+           "'";
   for (const auto& [name, ref, built_for] : {std::tuple{"A", &p.a, info.a_layout}, std::tuple{"B", &p.b, info.b_layout}}) {
     if (ref->is(built_for)) continue;
     const Layout is = ref->layout();

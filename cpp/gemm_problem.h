@@ -12,11 +12,17 @@ namespace pycutlass_gemm {
 
 enum class DType { F32, F16, BF16, F64 };
 enum class Layout { Row, Col, Strided };  // Strided: neither; only the fallback takes it
-enum class Precision { Ieee, Tf32 };      // how fp32 inputs may be multiplied
+// How fp32 inputs may be multiplied: exactly (IEEE fp32 FMA), as tf32 (10-bit mantissas), or as
+// tf32x3 (each input split into tf32 big + small parts, three tf32 products: about fp32 accuracy).
+enum class Precision { Ieee, Tf32, Tf32x3 };
 
 const char* dtype_name(DType d);
 const char* layout_name(Layout l);
 const char* precision_name(Precision p);
+// Whether a kernel whose math is `math` may run a problem asking for `precision`: IEEE math always
+// (exact fp32 is at least as accurate as whatever was asked); tf32 and tf32x3 only when asked for
+// (tf32x3 costs three products where tf32 was allowed, and tf32 would lose what tf32x3 keeps).
+bool math_allowed(Precision math, Precision precision);
 int dtype_size(DType d);
 
 // One matrix operand: rows x cols elements at `ptr`, element (i, j) at
@@ -66,7 +72,7 @@ struct KernelInfo {
   std::string name;
   std::string family;    // "naive", "fallback", "cutlass_sm90", "cutlass_simt"
   DType dtype;
-  Precision math;        // Tf32 for tf32 tensor cores; Ieee for exact fp32 (and 16-bit inputs)
+  Precision math;        // Tf32 / Tf32x3 for tf32 tensor cores; Ieee for exact fp32 (and 16-bit inputs)
   Layout a_layout, b_layout;  // Strided means "any"
   int sm_min, sm_max;    // device compute capabilities it runs on
   std::string tile;      // e.g. "128x256x64 cluster 2x1x1 cooperative persistent"

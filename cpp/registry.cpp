@@ -61,7 +61,7 @@ Plan plan(const GemmProblem& p) {
     if (info.family == "naive") continue;  // a baseline, never chosen
     // Only kernels built for this dtype, precision and layouts explain why they were passed over.
     const bool relevant = info.dtype == p.dtype &&
-                          (info.math != Precision::Tf32 || p.precision == Precision::Tf32) &&
+                          math_allowed(info.math, p.precision) &&
                           p.a.is(info.a_layout) && p.b.is(info.b_layout);
     std::string why = k->can_implement(p);
     if (why.empty()) {

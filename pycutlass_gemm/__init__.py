@@ -10,10 +10,11 @@ fastest on disk.
 
 from .autotuning import autotune, init_from_environment as _autotune_from_environment
 from .gemm import gemm, matmul
-from .launch import can_run, default_precision, kernels, layout_of, plan
+from .launch import can_run, default_precision, get_float32_precision, kernels, layout_of, plan, set_float32_precision
 from .routing import disable, enable, enabled
 
-__all__ = ["autotune", "can_run", "default_precision", "disable", "enable", "enabled", "gemm", "kernels", "layout_of", "matmul", "plan"]
+__all__ = ["autotune", "can_run", "default_precision", "disable", "enable", "enabled", "gemm", "get_float32_precision",
+           "kernels", "layout_of", "matmul", "plan", "set_float32_precision"]
 __version__ = "0.1.0"
 
 _autotune_from_environment()

@@ -1,9 +1,11 @@
 """``python -m pycutlass_gemm bench``: pycutlass_gemm against torch.matmul, the command.
 
 Sections (see docs/bench.md), all in one default run: "workloads", the kernel table of the
-project's three workloads in four precisions; "shapes", the same table for the shapes users bring
-(or --shapes); "host", the per-call cost of the Python API; "call time", each table problem timed
-from before the Python call; "model", training steps of an MLP and a transformer encoder layer.
+project's three workloads in five precisions; "shapes", the same table for the shapes users bring
+(or --shapes); "accuracy", the error of each fp32 precision (ieee, tf32, tf32x3, torch's fp32 and
+tf32) against float64; "host", the per-call cost of the Python API; "call time", each table
+problem timed from before the Python call; "model", training steps of an MLP and a transformer
+encoder layer.
 Each table row is checked against float64 before it is timed (bench_rows), with the method of
 bench_timing; bench_report prints and writes the results.
 """
@@ -20,6 +22,7 @@ import torch
 # The package itself, looked up at call time (``_api.plan``) so tests can swap its functions.
 import pycutlass_gemm as _api
 
+from .bench_accuracy import accuracy_steps, format_accuracy, run_accuracy
 from .bench_cases import (LAYOUTS, SHAPE_FORMAT, SHAPES_SECTION, SWEEP_DEFAULT_VARIANTS, SWEEP_SIZES, TORCH,
                           WORKLOADS, WORKLOADS_SECTION, BASELINES, Precision, Workload, build_cases,
                           parse_precisions, parse_variants, select_shapes, select_workloads)
@@ -31,10 +34,11 @@ from .bench_report import (Columns, Progress, format_auto_summary, format_header
 from .bench_rows import run_cases
 from .bench_timing import FULL, QUICK, flush_buffer, measure_peaks
 
-HOST_SECTION, CALL_TIME_SECTION, MODEL_SECTION = "host", "call-time", "model"
-SECTIONS = (WORKLOADS_SECTION, SHAPES_SECTION, HOST_SECTION, CALL_TIME_SECTION, MODEL_SECTION)
+ACCURACY_SECTION, HOST_SECTION, CALL_TIME_SECTION, MODEL_SECTION = "accuracy", "host", "call-time", "model"
+SECTIONS = (WORKLOADS_SECTION, SHAPES_SECTION, ACCURACY_SECTION, HOST_SECTION, CALL_TIME_SECTION, MODEL_SECTION)
 HEADINGS = {WORKLOADS_SECTION: "workloads (problems.md)", SHAPES_SECTION: "shapes users bring",
-            HOST_SECTION: "host", CALL_TIME_SECTION: "call time", MODEL_SECTION: "model"}
+            ACCURACY_SECTION: "accuracy (fp32 inputs)", HOST_SECTION: "host", CALL_TIME_SECTION: "call time",
+            MODEL_SECTION: "model"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -65,8 +69,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                      help="custom problem / sweep layout of A then B: r = row-major, c = a column-major view "
                           "(the transpose of a row-major tensor, as A.T); default rr")
     sel.add_argument("--dtype", metavar="LIST", default="all",
-                     help="comma-separated float32, tf32 (fp32 storage, precision='tf32'), bfloat16, float16; "
-                          "default all")
+                     help="comma-separated float32, tf32 (fp32 storage, precision='tf32'), tf32x3 (precision="
+                          "'tf32x3'), bfloat16, float16; default all")
     sel.add_argument("--variant", metavar="LIST", default="all",
                      help=f"comma-separated {', '.join(BASELINES)} or kernel names; default all applicable "
                           "(torch.matmul is always run as the reference)")
@@ -193,6 +197,7 @@ def run(args: argparse.Namespace) -> int:
     table_precisions = list(dict.fromkeys(c.precision for c in cases))
     groups = len({(c.section, c.workload, c.precision) for c in cases})  # each: its checks, then one timing step
     steps = (len(table_precisions) + 1 if cases else 0) + len(cases) + groups + len(call_time_problems)
+    steps += (accuracy_steps(args.quick) if ACCURACY_SECTION in sections else 0)
     steps += (host_steps(args.quick) if HOST_SECTION in sections else 0) + (
         model_steps(args.quick) if MODEL_SECTION in sections else 0)
     progress = Progress(steps, enabled=not args.no_progress)
@@ -216,6 +221,9 @@ def run(args: argparse.Namespace) -> int:
             summary = format_auto_summary(results)
             if summary:
                 progress.write("\n" + summary)
+        if ACCURACY_SECTION in sections:
+            extra["accuracy"] = run_accuracy(args.quick, progress)
+            _write_section(progress, ACCURACY_SECTION, format_accuracy(extra["accuracy"]))
         if HOST_SECTION in sections:
             extra["host"] = run_host(args.quick, progress)
             _write_section(progress, HOST_SECTION, format_host(extra["host"]))

@@ -32,7 +32,7 @@ class Precision:
     @property
     def math(self) -> str:
         """The registry's "math" of the kernels built for this precision."""
-        return "tf32" if self.gemm_precision == "tf32" else "ieee"
+        return self.gemm_precision if self.gemm_precision in ("tf32", "tf32x3") else "ieee"
 
     def tolerance(self, k: int) -> float:
         # Same rule as tests/conftest.py: the rounding error of a length-K sum grows like sqrt(K),
@@ -46,6 +46,8 @@ PRECISIONS = (
     Precision("tf32", "tf32", torch.float32, "tf32", True, 2e-3),
     Precision("bf16", "bfloat16", torch.bfloat16, None, False, 1e-2),
     Precision("fp16", "float16", torch.float16, None, False, 1e-2),
+    # fp32 storage, precision="tf32x3": held to fp32's tolerance; torch's row is IEEE fp32 (SGEMM)
+    Precision("tf32x3", "tf32x3", torch.float32, "tf32x3", False, 1e-5),
 )
 _PRECISION_ALIASES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "half": "float16"}
 

@@ -98,7 +98,7 @@ def _jsonable_tree(value):
 
 def write_json(path: str, results: Sequence[Result], meta: dict, sections: dict | None = None) -> None:
     """{"meta", "results": the kernel table's rows, and one key per other section that ran
-    ("host", "call_time", "model": lists of their rows)}; strict JSON (inf and NaN as null)."""
+    ("accuracy", "host", "call_time", "model": lists of their rows)}; strict JSON (inf and NaN as null)."""
     data = {"meta": meta, "results": list(results), **(sections or {})}
     with open(path, "w") as f:
         json.dump(_jsonable_tree(data), f, indent=2, allow_nan=False)

@@ -24,12 +24,11 @@ from . import _C
 
 TABLE_DIR = pathlib.Path(__file__).resolve().parent / "tables"
 FORMAT = 1
-_PRECISION_CODE = {"fp32": 0, "tf32": 1, "bf16": 0, "fp16": 0}
 
 
 def problem_class(a, b, precision: str | None = None) -> str:
     """The table class of ``a @ b`` (any device, meta too), e.g. "bfloat16 ieee row col aligned"."""
-    return _C.problem_class(a, b, None, None, 0.0, 1 if precision == "tf32" else 0)
+    return _C.problem_class(a, b, None, None, 0.0, {"tf32": 1, "tf32x3": 2}.get(precision, 0))
 
 
 def build_table(records: Iterable[dict], *, device: str, sm: int, sm_count: int, version: str, **meta) -> dict:

@@ -27,8 +27,9 @@ _C.bind_torch(torch.Tensor, torch.float32, torch.float16, torch.bfloat16, torch.
               torch._C._cuda_getCurrentRawStream if hasattr(torch._C, "_cuda_getCurrentRawStream") else None)
 heuristics.install()  # the measured tables plan() consults before its rules
 
-PRECISIONS = ("ieee", "tf32")
-_PRECISION_CODE = {"ieee": 0, "tf32": 1}  # _C's Precision values
+PRECISIONS = ("ieee", "tf32", "tf32x3")
+_PRECISION_CODE = {"ieee": 0, "tf32": 1, "tf32x3": 2}  # _C's Precision values
+_float32_precision: str | None = None  # set_float32_precision's; None: torch's switch decides
 _PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)  # exact types: subclasses go to the dispatcher
 _dispatch_modes = torch._C._len_torch_dispatch_stack
 
@@ -62,12 +63,32 @@ def layout_of(t: torch.Tensor) -> str:
     return layout
 
 
+def set_float32_precision(precision: str | None) -> None:
+    """The precision of float32 products called with ``precision=None``, for the whole process:
+    "ieee" (exact fp32), "tf32" (tf32 tensor cores) or "tf32x3" (each input split into tf32 big and
+    small parts, three tf32 products: about fp32's accuracy); None (the default) follows torch's TF32
+    switch, as torch.matmul does. A model can so run on tf32x3 without passing ``precision``
+    everywhere. IEEE stays IEEE: nothing runs tf32x3 unless asked, here or per call."""
+    global _float32_precision
+    if precision is not None and precision not in _PRECISION_CODE:
+        raise ValueError(f"precision must be 'ieee', 'tf32', 'tf32x3' or None, got {precision!r}")
+    _float32_precision = precision
+
+
+def get_float32_precision() -> str | None:
+    """What ``set_float32_precision`` set (None: torch's switch decides)."""
+    return _float32_precision
+
+
 def default_precision() -> str:
-    """The fp32 precision torch.matmul would use now: "tf32" if torch allows TF32 for matmul
+    """The fp32 precision a call with ``precision=None`` uses now: ``set_float32_precision``'s, or
+    else the one torch.matmul would use: "tf32" if torch allows TF32 for matmul
     (torch.backends.cuda.matmul.fp32_precision / allow_tf32 / set_float32_matmul_precision)."""
+    if _float32_precision is not None:
+        return _float32_precision
     matmul = torch.backends.cuda.matmul
     for setting in (getattr(matmul, "fp32_precision", None), getattr(torch.backends, "fp32_precision", None)):
-        if setting in PRECISIONS:
+        if setting in ("ieee", "tf32"):
             return setting
     try:
         return "tf32" if matmul.allow_tf32 else "ieee"
@@ -76,14 +97,14 @@ def default_precision() -> str:
 
 
 def precision_code(a, precision: str | None) -> int:
-    """_C's code for `precision`; None follows torch's switch (read only for float32 inputs)."""
+    """_C's code for `precision`; None follows default_precision() (read only for float32 inputs)."""
     if precision is None:
         if getattr(a, "dtype", None) is not torch.float32:
             return 0
         precision = default_precision()
     code = _PRECISION_CODE.get(precision)
     if code is None:
-        raise ValueError(f"precision must be 'ieee', 'tf32' or None, got {precision!r}")
+        raise ValueError(f"precision must be 'ieee', 'tf32', 'tf32x3' or None, got {precision!r}")
     return code
 
 

@@ -13,7 +13,7 @@ SRC = pathlib.Path(__file__).resolve().parents[1] / "pycutlass_gemm"
 
 
 MODULES = ("bench_cases", "bench_timing", "bench_report", "bench_plot", "bench_rows", "bench_host", "bench_model",
-           "bench", "__main__")
+           "bench_accuracy", "bench", "__main__")
 
 
 def _load_cli():
@@ -56,8 +56,8 @@ def _load_cli():
 
 _modules, HAS_EXT = _load_cli()
 cli, bench = _modules["__main__"], _modules["bench"]
-cases, timing, report, plot, rows_mod, host, model = (
-    _modules[f"bench_{name}"] for name in ("cases", "timing", "report", "plot", "rows", "host", "model"))
+cases, timing, report, plot, rows_mod, host, model, accuracy = (
+    _modules[f"bench_{name}"] for name in ("cases", "timing", "report", "plot", "rows", "host", "model", "accuracy"))
 _api = bench._api  # the package (or the stub) every bench module calls through
 
 FAKE_KERNELS = [

@@ -1,10 +1,11 @@
 // Host-side check of cpp/sm90_smem_transpose_mainloop.cuh's claims, against CuTe's own layouts
 // (built and run by test_smem_transpose_cpu.py; no GPU needed). For the tile shapes the package
-// uses (MN = 128 and 256, K = 32 tf32, several stages), with the load layout TMA writes
-// (MN-major SW128 atoms) and the K-major SW128 layout wgmma reads:
-//  - TileTranspose::address equals the address CuTe's swizzled tensor gives each element;
-//  - a 4x4 block's 4 elements along MN (load side) and along K (store side) are contiguous and
-//    16-byte aligned, so one 16-byte access moves each;
+// uses (MN = 128 and 256, K = 32 tf32, several stages), with the load layout TMA writes (MN-major
+// SW128 atoms for an MN-major operand, K-major ones for a K-major operand), the K-major SW128
+// layout wgmma reads, and tf32x3's one-stage buffer of small parts:
+//  - TileRewrite's addresses equal the addresses CuTe's swizzled tensors give each element;
+//  - a 4x4 block's 4 elements along its load direction and along K (store side) are contiguous
+//    and 16-byte aligned, so one 16-byte access moves each;
 //  - the threads' blocks cover every element of the stage exactly once;
 //  - the 8 threads of each quarter warp touch 8 different 16-byte chunks of the 128-byte bank
 //    width on every access (no bank conflicts).
@@ -17,60 +18,69 @@
 
 using namespace cute;
 
-template <int MN, int Stages>
+template <int MN, int Stages, bool kLoadMNMajor>
 int check() {
-  using LoadLayout = decltype(tile_to_shape(GMMA::Layout_MN_SW128_Atom<cutlass::tfloat32_t>{},
-                                            make_shape(Int<MN>{}, _32{}, Int<Stages>{}), Step<_2, _1, _3>{}));
+  using MNMajorLoad = decltype(tile_to_shape(GMMA::Layout_MN_SW128_Atom<cutlass::tfloat32_t>{},
+                                             make_shape(Int<MN>{}, _32{}, Int<Stages>{}), Step<_2, _1, _3>{}));
   using MmaLayout = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<cutlass::tfloat32_t>{},
                                            make_shape(Int<MN>{}, _32{}, Int<Stages>{}), Step<_1, _2, _3>{}));
+  using LoadLayout = cute::conditional_t<kLoadMNMajor, MNMajorLoad, MmaLayout>;
+  using SmallLayout = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<cutlass::tfloat32_t>{},
+                                             make_shape(Int<MN>{}, _32{}, _1{})));
   constexpr int kThreads = 256;
-  using T = pycutlass_gemm::smem_transpose_detail::TileTranspose<MN, kThreads, LoadLayout, MmaLayout>;
+  using T = pycutlass_gemm::smem_transpose_detail::TileRewrite<MN, kThreads, LoadLayout, MmaLayout, kLoadMNMajor>;
   alignas(1024) static float buffer[MN * 32 * Stages];
   const auto load_view = make_tensor(make_smem_ptr(buffer), LoadLayout{});
   const auto mma_view = make_tensor(make_smem_ptr(buffer), MmaLayout{});
+  const auto small_view = make_tensor(make_smem_ptr(buffer), SmallLayout{});
   const uint32_t base = 1u << 20;  // any 1024-byte aligned shared-memory address
   auto cute_address = [&](const auto& view, int mn, int k, int s) {
     return base + uint32_t(reinterpret_cast<const char*>(&view(mn, k, s)) - reinterpret_cast<const char*>(buffer));
   };
   int errors = 0;
   for (int s = 0; s < Stages; ++s) {
-    std::set<uint32_t> loaded, stored;
+    std::set<uint32_t> loaded, stored, small;
     for (int t = 0; t < kThreads; ++t) {
       for (int i = 0; i < T::kPerThread; ++i) {
         const int g = t + kThreads * i, mn = T::block_mn(g), k = T::block_k(g);
         for (int j = 0; j < 4; ++j) {
-          const uint32_t load0 = T::template address<LoadLayout>(base, mn, k + j, s);
-          const uint32_t store0 = T::template address<MmaLayout>(base, mn + j, k, s);
-          errors += (load0 % 16 != 0) + (store0 % 16 != 0);
+          const uint32_t load0 = T::load_address(base, g, j, s);
+          const uint32_t store0 = T::store_address(base, g, j, s);
+          const uint32_t small0 = T::template store_address<SmallLayout>(base, g, j, 0);
+          errors += (load0 % 16 != 0) + (store0 % 16 != 0) + (small0 % 16 != 0);
           for (int e = 0; e < 4; ++e) {
-            const uint32_t load = T::template address<LoadLayout>(base, mn + e, k + j, s);
-            const uint32_t store = T::template address<MmaLayout>(base, mn + j, k + e, s);
-            errors += (load != load0 + 4 * e) + (store != store0 + 4 * e);
-            errors += (load != cute_address(load_view, mn + e, k + j, s));
-            errors += (store != cute_address(mma_view, mn + j, k + e, s));
-            loaded.insert(load);
-            stored.insert(store);
+            // vector j of the load holds (mn + e, k + j) when MN-major, (mn + j, k + e) when K-major
+            const int load_mn = kLoadMNMajor ? mn + e : mn + j, load_k = kLoadMNMajor ? k + j : k + e;
+            errors += (load0 + 4 * e != cute_address(load_view, load_mn, load_k, s));
+            errors += (store0 + 4 * e != cute_address(mma_view, mn + j, k + e, s));
+            errors += (small0 + 4 * e != cute_address(small_view, mn + j, k + e, 0));
+            loaded.insert(load0 + 4 * e);
+            stored.insert(store0 + 4 * e);
+            small.insert(small0 + 4 * e);
           }
         }
       }
     }
-    errors += (int(loaded.size()) != MN * 32) + (int(stored.size()) != MN * 32);
+    errors += (int(loaded.size()) != MN * 32) + (int(stored.size()) != MN * 32) + (int(small.size()) != MN * 32);
     for (int quarter = 0; quarter < kThreads; quarter += 8) {
       for (int i = 0; i < T::kPerThread; ++i) {
         for (int j = 0; j < 4; ++j) {
-          std::set<uint32_t> load_chunks, store_chunks;
-          for (int t = quarter; t < quarter + 8; ++t) {
-            const int g = t + kThreads * i, mn = T::block_mn(g), k = T::block_k(g);
-            load_chunks.insert(T::template address<LoadLayout>(base, mn, k + j, s) / 16 % 8);
-            store_chunks.insert(T::template address<MmaLayout>(base, mn + j, k, s) / 16 % 8);
+          std::set<uint32_t> load_chunks, store_chunks, small_chunks;
+          for (int g = quarter + kThreads * i; g < quarter + kThreads * i + 8; ++g) {
+            load_chunks.insert(T::load_address(base, g, j, s) / 16 % 8);
+            store_chunks.insert(T::store_address(base, g, j, s) / 16 % 8);
+            small_chunks.insert(T::template store_address<SmallLayout>(base, g, j, 0) / 16 % 8);
           }
-          errors += (load_chunks.size() != 8) + (store_chunks.size() != 8);
+          errors += (load_chunks.size() != 8) + (store_chunks.size() != 8) + (small_chunks.size() != 8);
         }
       }
     }
   }
-  std::printf("MN %d, %d stages: %s (%d errors)\n", MN, Stages, errors ? "FAIL" : "ok", errors);
+  std::printf("MN %d, %d stages, %s load: %s (%d errors)\n", MN, Stages, kLoadMNMajor ? "MN-major" : "K-major",
+              errors ? "FAIL" : "ok", errors);
   return errors;
 }
 
-int main() { return (check<128, 4>() + check<256, 3>()) != 0; }
+int main() {
+  return (check<128, 4, true>() + check<256, 3, true>() + check<128, 4, false>() + check<256, 2, false>()) != 0;
+}

@@ -15,7 +15,7 @@ def test_kernels_lists_registry():
     for k in ks:
         assert k["layout_a"] in LAYOUT_NAMES and k["layout_b"] in LAYOUT_NAMES
         assert k["dtype"] in {"float32", "float16", "bfloat16", "float64"}
-        assert k["math"] in {"ieee", "tf32"}
+        assert k["math"] in {"ieee", "tf32", "tf32x3"}
         assert k["tile"] and k["alignment"] >= 1 and k["sm_min"] <= k["sm_max"]
     # a name is unique per dtype
     assert len({(k["name"], k["dtype"]) for k in ks}) == len(ks)
@@ -95,6 +95,43 @@ def test_default_precision_follows_torch():
         torch.set_float32_matmul_precision("high")
         assert pg.default_precision() == "tf32"
     finally:
+        torch.set_float32_matmul_precision(saved)
+
+
+def test_tf32x3_runs_tf32x3_or_ieee_kernels_never_tf32():
+    """precision="tf32x3" asks for about fp32's accuracy: kernels that split into three tf32 products,
+    or exact IEEE ones; a plain tf32 kernel refuses, saying why."""
+    a = torch.empty(8192, 2048, device="meta").T  # the transposed-A workload: A stored (K, M)
+    b = torch.empty(8192, 4096, device="meta")
+    kernels = {k["name"]: k for k in pg.kernels()}
+    chosen = pg.plan(a, b, precision="tf32x3", arch=90)["kernel"]
+    assert kernels[chosen]["math"] in ("tf32x3", "ieee")
+    for name, k in kernels.items():
+        if k["dtype"] == "float32" and k["math"] == "tf32" and k["layout_a"] in ("col", "any"):
+            assert pg.can_run(name, a, b, precision="tf32x3", arch=90) == "computes as tf32; precision is 'tf32x3'"
+        if k["math"] == "tf32x3":
+            assert "computes as tf32x3" in pg.can_run(name, a, b, precision="tf32", arch=90)
+    assert pg.plan(a.to(torch.bfloat16), b.to(torch.bfloat16), precision="tf32x3")["kernel"] == \
+        pg.plan(a.to(torch.bfloat16), b.to(torch.bfloat16))["kernel"]  # 16-bit inputs ignore it
+
+
+def test_set_float32_precision_is_the_default_until_reset():
+    a, b = torch.empty(256, 512, device="meta"), torch.empty(512, 128, device="meta")
+    saved = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("high")
+        assert pg.get_float32_precision() is None and pg.default_precision() == "tf32"
+        pg.set_float32_precision("tf32x3")
+        assert pg.default_precision() == "tf32x3"
+        assert pg.plan(a, b, arch=90) == pg.plan(a, b, precision="tf32x3", arch=90)
+        pg.set_float32_precision("ieee")
+        assert pg.plan(a, b, arch=90) == pg.plan(a, b, precision="ieee", arch=90)
+        with pytest.raises(ValueError, match="precision must be 'ieee', 'tf32', 'tf32x3' or None"):
+            pg.set_float32_precision("fp64")
+        pg.set_float32_precision(None)
+        assert pg.default_precision() == "tf32"  # torch's switch again
+    finally:
+        pg.set_float32_precision(None)
         torch.set_float32_matmul_precision(saved)
 
 

@@ -14,11 +14,11 @@ from bench_modules import (FAKE_KERNELS, bench, cases, cli, parse, plot, report,
 
 # --- parsing and selection ------------------------------------------------------------------------
 
-def test_defaults_select_the_three_workloads_and_four_precisions():
+def test_defaults_select_the_three_workloads_and_five_precisions():
     args = parse()
     assert args.command == "bench" and not args.quick and not args.sweep
     assert [w.name for w in cases.select_workloads(args)] == ["transposed A", "transposed B", "large K"]
-    assert [p.name for p in cases.parse_precisions(args.dtype)] == ["fp32", "tf32", "bf16", "fp16"]
+    assert [p.name for p in cases.parse_precisions(args.dtype)] == ["fp32", "tf32", "bf16", "fp16", "tf32x3"]
     assert cases.parse_variants(args.variant) is None
     big = {w.name: (w.m, w.n, w.k, w.layout) for w in cases.select_workloads(args)}
     assert big == {"transposed A": (2048, 4096, 8192, "cr"), "transposed B": (2048, 4096, 8192, "rc"),
@@ -187,14 +187,14 @@ def test_shape_rows_are_torch_auto_and_the_kernels_that_fit():
 
 
 @pytest.mark.parametrize("argv, sections", [
-    ([], ["workloads", "shapes", "host", "call-time", "model"]),
-    (["--quick"], ["workloads", "shapes", "host", "call-time", "model"]),
+    ([], ["workloads", "shapes", "accuracy", "host", "call-time", "model"]),
+    (["--quick"], ["workloads", "shapes", "accuracy", "host", "call-time", "model"]),
     (["--shapes", "8x8x8:rr:bf16"], ["shapes"]),
     (["--workload", "large-k"], ["workloads"]),
     (["--m", "64"], ["workloads"]),
     (["--sweep"], ["workloads"]),
     (["--section", "model, host"], ["host", "model"]),
-    (["--section", "all"], ["workloads", "shapes", "host", "call-time", "model"]),
+    (["--section", "all"], ["workloads", "shapes", "accuracy", "host", "call-time", "model"]),
     (["--shapes", "8x8x8:rr:bf16", "--section", "shapes,call-time"], ["shapes", "call-time"]),
 ])
 def test_section_selection(argv, sections):

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from conftest import WallClockEvent, gpu
-from bench_modules import (FAKE_KERNELS, HAS_EXT, _api, bench, cases, cli, host, model, report,
+from bench_modules import (FAKE_KERNELS, HAS_EXT, _api, accuracy, bench, cases, cli, host, model, report,
                            result, timing)
 
 
@@ -61,6 +61,43 @@ def test_model_table_with_fake_numbers():
     assert lines[2].endswith("SKIP no enable()") and "eager only" in lines[3]
 
 
+def test_accuracy_table_with_fake_numbers():
+    errors = {"pg ieee": 1.2e-6, "pg tf32": 5.5e-5, "pg tf32x3": 1.4e-6, "torch fp32": 1.1e-6, "torch tf32": 5.4e-5}
+    ok = accuracy.AccuracyRow("rand", "2048x4096x8192 cr", errors, {"tf32x3": "sm90_tf32x3_cr"}, ratio=1.27)
+    bad = accuracy.AccuracyRow("binades", "2048x4096x8192 cr", dict(errors, **{"pg tf32x3": 3e-6}), {"tf32x3": "x"},
+                               ratio=2.7, status="FAIL", message="tf32x3 error above 1.5x SGEMM's")
+    title, header, *lines = accuracy.format_accuracy([ok, bad])
+    assert "float64" in title and "SGEMM" in title
+    assert all(c in header for c in ("pg ieee", "pg tf32x3", "torch fp32", "torch tf32", "tf32x3/SGEMM", "target"))
+    assert "1.4e-06" in lines[0] and "1.27x" in lines[0] and "<= 1.5x ok" in lines[0] and "sm90_tf32x3_cr" in lines[0]
+    assert "2.70x" in lines[1] and "<= 1.5x MISS" in lines[1] and lines[1].endswith("FAIL tf32x3 error above 1.5x SGEMM's")
+
+
+def test_accuracy_inputs_scale_rows_and_columns_across_binades():
+    a, b = accuracy.make_operands("binades", 64, 48, 32, "cr", device="cpu")
+    assert a.shape == (64, 32) and b.shape == (32, 48) and a.stride() == (1, 64) and b.stride() == (48, 1)
+    row_scale = a.abs().amax(1).log2()
+    col_scale = b.abs().amax(0).log2()
+    assert row_scale.max() - row_scale.min() > 20 and col_scale.max() - col_scale.min() > 20
+    r, _ = accuracy.make_operands("rand", 8, 8, 8, "rr", device="cpu")
+    assert r.min() >= 0 and r.max() < 1 and r.is_contiguous()
+
+
+def test_accuracy_section_fails_a_tf32x3_less_accurate_than_sgemm(monkeypatch):
+    monkeypatch.setattr(cases, "DEVICE", "cpu")
+    monkeypatch.setattr(accuracy, "QUICK_INPUTS", (("randn", 16, 8, 64, "cr"), ("rand", 8, 8, 256, "rr")))
+
+    def gemm(a, b, *, precision=None):  # tf32x3 here is bf16 in disguise: far less accurate than fp32
+        return torch.matmul(a.bfloat16(), b.bfloat16()).float() if precision == "tf32x3" else torch.matmul(a, b)
+    monkeypatch.setattr(_api, "gemm", gemm, raising=False)
+    monkeypatch.setattr(_api, "plan", lambda a, b, **kw: {"kernel": f"k_{kw['precision']}", "reason": "fake"},
+                        raising=False)
+    rows = accuracy.run_accuracy(True, report.Progress(2, enabled=False))
+    assert [r.status for r in rows] == ["FAIL", "FAIL"] and rows[0].ratio > 10
+    assert rows[0].kernels == {"ieee": "k_ieee", "tf32": "k_tf32", "tf32x3": "k_tf32x3"}
+    assert set(rows[0].errors) == set(accuracy.COLUMNS) and rows[0].errors["pg ieee"] < 1e-5
+
+
 def test_json_holds_the_other_sections(tmp_path):
     extra = {"host": [host.HostRow(256, "pg.gemm(a, b)", "torch.matmul(a, b)", us=float("nan"))],
              "model": [model.ModelRow("MLP", "tf32", "pg.matmul", ms=1.0)]}
@@ -86,8 +123,8 @@ def test_without_a_gpu_it_says_so_shows_the_plan_and_exits_2(monkeypatch, capsys
     out, err = capsys.readouterr()
     assert "no CUDA device" in err and "Nothing was timed" in err
     lines = [line for line in out.splitlines() if line.startswith("  ")]
-    assert len(lines) == 3 * 4 + 13  # every workload and precision, and the shapes users bring
-    assert "Sections host, call-time, model need a GPU." in out
+    assert len(lines) == 3 * 5 + 13  # every workload and precision, and the shapes users bring
+    assert "Sections accuracy, host, call-time, model need a GPU." in out
     assert all("cannot plan" not in line for line in lines), out
     assert any("large K" in line and "256x256x524288" in line and "fp16" in line for line in lines)
     if not HAS_EXT:  # transposed A, fp32: A is the (M, K) column-major view of a (K, M) tensor
@@ -176,6 +213,7 @@ def test_sections_on_cpu_run_report_and_write_json(monkeypatch, tmp_path, capsys
     monkeypatch.setattr(host, "QUICK_HOST_ROUNDS", 2)
     monkeypatch.setattr(model, "MLP", model.MlpShape(tokens=32, width=16, layers=3))
     monkeypatch.setattr(model, "ENCODER", model.EncoderShape(d_model=16, nhead=2, dim_feedforward=32, batch=2, seq=4))
+    monkeypatch.setattr(accuracy, "QUICK_INPUTS", (("binades", 16, 8, 64, "cr"), ("rand", 8, 8, 256, "rr")))
     for name, value in (("kernels", lambda: FAKE_KERNELS), ("gemm", _right_gemm),
                         ("matmul", lambda a, b, *, precision=None: torch.matmul(a, b)),
                         ("plan", lambda a, b, **kw: {"kernel": "sm90_bf16_tn", "reason": "fake"}),
@@ -184,15 +222,17 @@ def test_sections_on_cpu_run_report_and_write_json(monkeypatch, tmp_path, capsys
     allow_tf32 = torch.backends.cuda.matmul.allow_tf32
 
     rc = cli.main(["bench", "--quick", "--no-progress", "--shapes", "8x16x32:rc:bf16,2x8x16x32:cr:fp32",
-                   "--section", "shapes,host,call-time,model", "--json", str(tmp_path / "r.json")])
+                   "--section", "shapes,accuracy,host,call-time,model", "--json", str(tmp_path / "r.json")])
     out = capsys.readouterr().out
     assert rc == 0, out
     assert torch.backends.cuda.matmul.allow_tf32 == allow_tf32
-    for heading in ("== shapes users bring", "== host", "== call time", "== model"):
+    for heading in ("== shapes users bring", "== accuracy", "== host", "== call time", "== model"):
         assert heading in out
     assert "== workloads" not in out and "(--quick: the encoder layer eager only" in out
     data = json.loads((tmp_path / "r.json").read_text())
-    assert data["meta"]["sections"] == ["shapes", "host", "call-time", "model"]
+    assert data["meta"]["sections"] == ["shapes", "accuracy", "host", "call-time", "model"]
+    assert [(r["inputs"], r["status"]) for r in data["accuracy"]] == [("binades", "ok"), ("rand", "ok")]
+    assert all(r["ratio"] == pytest.approx(1.0) and r["kernels"]["tf32x3"] == "sm90_bf16_tn" for r in data["accuracy"])
     rows = {(r["workload"], r["variant"]): r for r in data["results"]}
     assert set(rows) == {("8x16x32 rc", "torch"), ("8x16x32 rc", "auto"), ("8x16x32 rc", "sm90_bf16_tn"),
                          ("2x8x16x32 cr", "torch"), ("2x8x16x32 cr", "auto"), ("2x8x16x32 cr", "simt_f32_any")}

@@ -1,6 +1,7 @@
-"""The shared-memory transpose of the tf32 MN-major mainloop (cpp/sm90_smem_transpose_mainloop.cuh),
-checked on the host against CuTe's own layouts: addresses, 16-byte vectors, coverage of the stage,
-no bank conflicts (tests/smem_transpose_check.cu says what exactly). Needs nvcc and the CUTLASS
+"""The shared-memory rewrite of the tf32 mainloops (cpp/sm90_smem_transpose_mainloop.cuh: MN-major
+tiles transposed, tf32x3's split), checked on the host against CuTe's own layouts: addresses,
+16-byte vectors, coverage of the stage, no bank conflicts (tests/smem_transpose_check.cu says what
+exactly). Needs nvcc and the CUTLASS
 headers (the nvidia-cutlass wheel of the test extra); the GPU suite runs the kernels themselves."""
 
 import importlib.util
@@ -36,4 +37,4 @@ def test_transpose_addresses_vectors_coverage_and_banks(tmp_path):
     result = subprocess.run([str(exe)], capture_output=True, text=True)
     print(result.stdout)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.count(": ok") == 2
+    assert result.stdout.count(": ok") == 4
