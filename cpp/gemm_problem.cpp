@@ -38,6 +38,12 @@ const char* precision_name(Precision p) {
 
 bool math_allowed(Precision math, Precision precision) { return math == Precision::Ieee || math == precision; }
 
+int alignment_bytes(int64_t bytes) {
+  int alignment = 16;
+  while (alignment > 1 && bytes % alignment != 0) alignment /= 2;
+  return alignment;
+}
+
 int dtype_size(DType d) {
   switch (d) {
     case DType::F32: return 4;

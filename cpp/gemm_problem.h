@@ -97,6 +97,10 @@ class GemmKernel {
   virtual void run(const GemmProblem& p, void* workspace) const = 0;
 };
 
+// The largest power of two, up to 16, that divides `bytes` (0 counts as 16): the alignment of an
+// address, a leading dimension or a stride, as far as any kernel asks (16 bytes at most: TMA).
+int alignment_bytes(int64_t bytes);
+
 // No products to compute: m, n, k or batch is 0.
 bool is_empty(const GemmProblem& p);
 

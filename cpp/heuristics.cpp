@@ -17,14 +17,10 @@ namespace {
 
 // Bytes (1..16, a power of two) that every address the kernel reads from `r` in layout `l` is a
 // multiple of: its pointer, its leading dimension and, batched, its batch stride.
-int alignment_bytes(const MatrixRef& r, Layout l, int elem, bool batched) {
-  int bytes = 16;
-  const auto fit = [&bytes](int64_t v) {
-    while (bytes > 1 && v % bytes != 0) bytes /= 2;
-  };
-  fit(static_cast<int64_t>(reinterpret_cast<uintptr_t>(r.ptr) % 16));
-  if (l != Layout::Strided) fit(r.ld(l) * elem);
-  if (batched) fit(r.batch_stride * elem);
+int operand_alignment(const MatrixRef& r, Layout l, int elem, bool batched) {
+  int bytes = alignment_bytes(static_cast<int64_t>(reinterpret_cast<uintptr_t>(r.ptr) % 16));
+  if (l != Layout::Strided) bytes = std::min(bytes, alignment_bytes(r.ld(l) * elem));
+  if (batched) bytes = std::min(bytes, alignment_bytes(r.batch_stride * elem));
   return bytes;
 }
 
@@ -32,9 +28,9 @@ int alignment_bytes(const MatrixRef& r, Layout l, int elem, bool batched) {
 int problem_alignment(const GemmProblem& p) {
   const int elem = dtype_size(p.dtype);
   const bool batched = p.batch > 1;
-  int bytes = std::min(alignment_bytes(p.a, p.a.layout(), elem, batched), alignment_bytes(p.b, p.b.layout(), elem, batched));
-  bytes = std::min(bytes, alignment_bytes(p.d, p.d.layout(), elem, batched));
-  if (p.beta != 0.0 && !has_bias_row(p)) bytes = std::min(bytes, alignment_bytes(p.c, p.c.layout(), elem, batched));
+  int bytes = std::min(operand_alignment(p.a, p.a.layout(), elem, batched), operand_alignment(p.b, p.b.layout(), elem, batched));
+  bytes = std::min(bytes, operand_alignment(p.d, p.d.layout(), elem, batched));
+  if (p.beta != 0.0 && !has_bias_row(p)) bytes = std::min(bytes, operand_alignment(p.c, p.c.layout(), elem, batched));
   return bytes;
 }
 

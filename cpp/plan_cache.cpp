@@ -11,11 +11,11 @@
 namespace pycutlass_gemm {
 namespace {
 
-// log2 of the largest power of two, up to 16, that divides `bytes` (0 counts as 16): kernels ask
-// for at most 16-byte alignment, so values that agree up to 16 agree for every kernel.
+// log2 of alignment_bytes: kernels ask for at most 16-byte alignment, so values that agree up to 16
+// agree for every kernel.
 uint32_t alignment_class(int64_t bytes) {
   uint32_t c = 0;
-  while (c < 4 && bytes % (int64_t{2} << c) == 0) ++c;
+  for (int a = alignment_bytes(bytes); a > 1; a /= 2) ++c;
   return c;
 }
 

@@ -31,6 +31,8 @@ def _setup_context(ctx, inputs, output):
 
 def _sum_to(t: torch.Tensor, shape: torch.Size) -> torch.Tensor:
     """Undo broadcasting: sum the gradient of a broadcast operand back to its own shape."""
+    if t.shape == shape:  # nothing was broadcast: every backward of a plain product
+        return t
     while t.dim() > len(shape):
         t = t.sum(0)
     dims = [i for i, (s, n) in enumerate(zip(shape, t.shape)) if s == 1 and n != 1]

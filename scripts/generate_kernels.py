@@ -203,9 +203,15 @@ def tuning_kernels():
     ] + [
         Kernel("sm90", "tf32", la_lb[0], la_lb[1], (128, 256, 32), cluster, "cooptranspose", scheduler)
         for la_lb in ("rr", "cc") for scheduler, cluster in (("persistent", (2, 1)), ("streamk", (1, 1)))
-    ] + [  # fp32 as tf32x3 (cpp/sm90_smem_transpose_mainloop.cuh): not yet run on a GPU, so not registered
+    ] + [  # fp32 as tf32x3 (cpp/sm90_smem_transpose_mainloop.cuh): not yet run on a GPU, so not registered.
+        # 128x256 (2 stages beside the small parts) in every layout; stream-K for the large-K workload (2
+        # tiles of 128x256); 128x128 (3 stages: more loads in flight, more wgmma reads per flop) to compare.
         Kernel("sm90", "tf32x3", la_lb[0], la_lb[1], (128, 256, 32), (2, 1), "coop", "persistent")
         for la_lb in LAYOUTS
+    ] + [
+        Kernel("sm90", "tf32x3", "r", "r", (128, 256, 32), (1, 1), "coop", "streamk"),
+        Kernel("sm90", "tf32x3", "c", "r", (128, 128, 32), (1, 1), "coop", "persistent"),
+        Kernel("sm90", "tf32x3", "r", "c", (128, 128, 32), (1, 1), "coop", "persistent"),
     ] + [  # unaligned bf16 (tracker issue 10: 1000x3000x777 rr, 2048x1001x2048 rr): other tiles of the
         # alignment-1 register-staged kernel: 128x256 / 256x128 with 8 warps of 64x64; warp tiles of
         # 64x32 / 32x64 (162 / 182 registers instead of 255, so more warps per SM)
