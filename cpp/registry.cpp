@@ -68,6 +68,9 @@ Plan plan(const GemmProblem& p) {
       std::string reason = note + "highest-priority kernel that can implement the problem (priority " +
                            std::to_string(k->priority(p)) + ")";
       if (!refused.empty()) reason += "; passed over: " + refused;
+      if (p.precision != Precision::Ieee && info.math == Precision::Ieee)
+        reason += std::string("; computes in IEEE fp32 (no ") + precision_name(p.precision) +
+                  " kernel takes the problem; IEEE is at least as accurate)";
       return {k, reason, untuned_key};
     }
     if (relevant) refused += (refused.empty() ? "" : "; ") + info.name + " (" + why + ")";
