@@ -44,7 +44,7 @@
 
 #include "cutlass_adapter.cuh"
 #include "gemm_problem.h"
-#include "sm90_smem_transpose_mainloop.cuh"
+#include "sm90_tf32_smem_rewrite_mainloop.cuh"
 
 namespace pycutlass_gemm {
 namespace sm90_detail {
@@ -84,7 +84,7 @@ int64_t contiguous_extent(int64_t rows, int64_t cols) {
 }
 
 // The mainloop: what CUTLASS's builder makes for the choices, or, for the schedules of
-// sm90_smem_transpose_mainloop.cuh (tf32 with an MN-major operand; tf32x3), a mainloop that
+// sm90_tf32_smem_rewrite_mainloop.cuh (tf32 with an MN-major operand; tf32x3), a mainloop that
 // rewrites each stage in shared memory around the builder's K-major one.
 template <class Element, class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape,
           class StageCount, class Schedule>
@@ -105,7 +105,7 @@ struct RewritingMainloop {
                                    TileShape, ClusterShape,
                                    cutlass::gemm::collective::StageCountAutoCarveout<kCarveout + kSmallBytes>,
                                    cutlass::gemm::KernelTmaWarpSpecializedCooperative>::type;
-  using type = Sm90SmemTransposeMainloop<KMajor, cutlass::detail::TagToStrideA_t<LayoutA>,
+  using type = Sm90Tf32SmemRewriteMainloop<KMajor, cutlass::detail::TagToStrideA_t<LayoutA>,
                                          cutlass::detail::TagToStrideB_t<LayoutB>, kTf32x3>;
 };
 

@@ -28,7 +28,7 @@ SCHEDULE = {  # short name: (mainloop schedule, epilogue schedule, words)
     "pingpong": ("cutlass::gemm::KernelTmaWarpSpecializedPingpong", "cutlass::epilogue::TmaWarpSpecialized",
                  "pingpong"),
     # tf32 with an MN-major operand: cooperative, MN-major tiles transposed to K-major in shared
-    # memory between TMA and wgmma (cpp/sm90_smem_transpose_mainloop.cuh)
+    # memory between TMA and wgmma (cpp/sm90_tf32_smem_rewrite_mainloop.cuh)
     "cooptranspose": ("KernelTmaWarpSpecializedCooperativeSmemTranspose",
                       "cutlass::epilogue::TmaWarpSpecializedCooperative", "cooperative, smem transpose"),
 }
@@ -203,7 +203,7 @@ def tuning_kernels():
     ] + [
         Kernel("sm90", "tf32", la_lb[0], la_lb[1], (128, 256, 32), cluster, "cooptranspose", scheduler)
         for la_lb in ("rr", "cc") for scheduler, cluster in (("persistent", (2, 1)), ("streamk", (1, 1)))
-    ] + [  # fp32 as tf32x3 (cpp/sm90_smem_transpose_mainloop.cuh): not yet run on a GPU, so not registered.
+    ] + [  # fp32 as tf32x3 (cpp/sm90_tf32_smem_rewrite_mainloop.cuh): not yet run on a GPU, so not registered.
         # 128x256 (2 stages beside the small parts) in every layout; stream-K for the large-K workload (2
         # tiles of 128x256); 128x128 (3 stages: more loads in flight, more wgmma reads per flop) to compare.
         Kernel("sm90", "tf32x3", la_lb[0], la_lb[1], (128, 256, 32), (2, 1), "coop", "persistent")

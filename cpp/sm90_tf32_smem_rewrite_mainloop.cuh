@@ -37,7 +37,7 @@ namespace pycutlass_gemm {
 struct KernelTmaWarpSpecializedCooperativeSmemTranspose {};
 struct KernelTmaWarpSpecializedCooperativeTf32x3 {};
 
-namespace smem_transpose_detail {
+namespace smem_rewrite_detail {
 
 // One operand tile of (MN x K) = (kMN x 32) 32-bit elements in stage `stage`, rewritten by
 // kThreads threads in 4x4 blocks: a thread reads four 16-byte vectors through the load layout --
@@ -51,7 +51,7 @@ namespace smem_transpose_detail {
 // MN-major reads (swizzle chunk a ^ (k % 8)) and every K-major access (chunk b ^ (mn % 8)) of a
 // quarter warp hit 8 different chunks: no bank conflicts (the SW128 atoms' swizzle XORs the
 // 16-byte chunk index with the 128-byte row index mod 8; a check of these claims against CuTe's
-// own layouts: tests/smem_transpose_check.cu).
+// own layouts: tests/smem_rewrite_check.cu).
 template <int kMN, int kThreads, class LoadLayout, class MmaLayout, bool kLoadMNMajor>
 struct TileRewrite {
   static constexpr int kK = 32;
@@ -159,7 +159,7 @@ constexpr bool is_mn_major() {
   return cutlass::gemm::detail::is_mn_major<Stride>();
 }
 
-}  // namespace smem_transpose_detail
+}  // namespace smem_rewrite_detail
 
 // KMajor: the CollectiveMma CUTLASS's builder makes for the same element (float, tf32 math), tile,
 // cluster and stage count with K-major A and B (its TiledMma, TMA atoms and K-major layouts); for
@@ -169,20 +169,20 @@ constexpr bool is_mn_major() {
 // The TMA loads of tf32x3 move raw 32-bit words (uint32_t): CUTLASS's float operands are loaded
 // as tf32, which would round away the bits `small` keeps.
 template <class KMajor, class StrideA, class StrideB, bool kTf32x3>
-struct Sm90SmemTransposeMainloop
+struct Sm90Tf32SmemRewriteMainloop
     : cutlass::gemm::collective::CollectiveMma<
           typename KMajor::DispatchPolicy, typename KMajor::TileShape, cute::conditional_t<kTf32x3, uint32_t, float>,
           StrideA, cute::conditional_t<kTf32x3, uint32_t, float>, StrideB, typename KMajor::TiledMma,
           typename KMajor::GmemTiledCopyA,
-          cute::conditional_t<smem_transpose_detail::is_mn_major<StrideA>(),
+          cute::conditional_t<smem_rewrite_detail::is_mn_major<StrideA>(),
                               cute::GMMA::Layout_MN_SW128_Atom<cutlass::tfloat32_t>,
                               typename KMajor::SmemLayoutAtomA>,
           void, cute::identity, typename KMajor::GmemTiledCopyB,
-          cute::conditional_t<smem_transpose_detail::is_mn_major<StrideB>(),
+          cute::conditional_t<smem_rewrite_detail::is_mn_major<StrideB>(),
                               cute::GMMA::Layout_MN_SW128_Atom<cutlass::tfloat32_t>,
                               typename KMajor::SmemLayoutAtomB>,
           void, cute::identity> {
-  using Base = typename Sm90SmemTransposeMainloop::CollectiveMma;
+  using Base = typename Sm90Tf32SmemRewriteMainloop::CollectiveMma;
   using typename Base::MainloopPipeline;
   using typename Base::PipelineState;
   using typename Base::Params;
@@ -196,8 +196,8 @@ struct Sm90SmemTransposeMainloop
                                    typename KMajor::DispatchPolicy::Schedule>,
                 "the two consumer warpgroups of the cooperative schedule share the rewrite");
 
-  static constexpr bool kMNMajorA = smem_transpose_detail::is_mn_major<StrideA>();
-  static constexpr bool kMNMajorB = smem_transpose_detail::is_mn_major<StrideB>();
+  static constexpr bool kMNMajorA = smem_rewrite_detail::is_mn_major<StrideA>();
+  static constexpr bool kMNMajorB = smem_rewrite_detail::is_mn_major<StrideB>();
   // Which operands mma() rewrites: MN-major ones, or with tf32x3 both (each is split).
   static constexpr bool kRewriteA = kTf32x3 || kMNMajorA;
   static constexpr bool kRewriteB = kTf32x3 || kMNMajorB;
@@ -226,8 +226,8 @@ struct Sm90SmemTransposeMainloop
   using TensorStorage = cute::conditional_t<kTf32x3, SplitTensorStorage, typename Base::TensorStorage>;
 
   static constexpr int kThreads = cute::size(TiledMma{});
-  using RewriteA = smem_transpose_detail::TileRewrite<cute::size<0>(TileShape{}), kThreads, LoadLayoutA, MmaLayoutA, kMNMajorA>;
-  using RewriteB = smem_transpose_detail::TileRewrite<cute::size<1>(TileShape{}), kThreads, LoadLayoutB, MmaLayoutB, kMNMajorB>;
+  using RewriteA = smem_rewrite_detail::TileRewrite<cute::size<0>(TileShape{}), kThreads, LoadLayoutA, MmaLayoutA, kMNMajorA>;
+  using RewriteB = smem_rewrite_detail::TileRewrite<cute::size<1>(TileShape{}), kThreads, LoadLayoutB, MmaLayoutB, kMNMajorB>;
 
   // The consumer threads meet here between reading a stage and rewriting it, and again before the
   // wgmma reads it.

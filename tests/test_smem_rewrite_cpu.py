@@ -1,6 +1,6 @@
-"""The shared-memory rewrite of the tf32 mainloops (cpp/sm90_smem_transpose_mainloop.cuh: MN-major
+"""The shared-memory rewrite of the tf32 mainloops (cpp/sm90_tf32_smem_rewrite_mainloop.cuh: MN-major
 tiles transposed, tf32x3's split), checked on the host against CuTe's own layouts: addresses,
-16-byte vectors, coverage of the stage, no bank conflicts (tests/smem_transpose_check.cu says what
+16-byte vectors, coverage of the stage, no bank conflicts (tests/smem_rewrite_check.cu says what
 exactly). Needs nvcc and the CUTLASS
 headers (the nvidia-cutlass wheel of the test extra); the GPU suite runs the kernels themselves."""
 
@@ -31,9 +31,9 @@ def test_transpose_addresses_vectors_coverage_and_banks(tmp_path):
     nvcc, include = _nvcc(), _cutlass_include()
     if nvcc is None or include is None:
         pytest.skip("needs nvcc and the nvidia-cutlass headers (pip install '.[test]')")
-    exe = tmp_path / "smem_transpose_check"
+    exe = tmp_path / "smem_rewrite_check"
     subprocess.run([nvcc, "-std=c++17", "--expt-relaxed-constexpr", f"-I{include}", f"-I{ROOT / 'cpp'}",
-                    "-o", str(exe), str(ROOT / "tests" / "smem_transpose_check.cu")], check=True)
+                    "-o", str(exe), str(ROOT / "tests" / "smem_rewrite_check.cu")], check=True)
     result = subprocess.run([str(exe)], capture_output=True, text=True)
     print(result.stdout)
     assert result.returncode == 0, result.stdout + result.stderr

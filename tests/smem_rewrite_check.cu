@@ -1,5 +1,5 @@
-// Host-side check of cpp/sm90_smem_transpose_mainloop.cuh's claims, against CuTe's own layouts
-// (built and run by test_smem_transpose_cpu.py; no GPU needed). For the tile shapes the package
+// Host-side check of cpp/sm90_tf32_smem_rewrite_mainloop.cuh's claims, against CuTe's own layouts
+// (built and run by test_smem_rewrite_cpu.py; no GPU needed). For the tile shapes the package
 // uses (MN = 128 and 256, K = 32 tf32, several stages), with the load layout TMA writes (MN-major
 // SW128 atoms for an MN-major operand, K-major ones for a K-major operand), the K-major SW128
 // layout wgmma reads, and tf32x3's one-stage buffer of small parts:
@@ -14,7 +14,7 @@
 
 #include "cute/tensor.hpp"
 #include "cute/atom/mma_traits_sm90_gmma.hpp"
-#include "sm90_smem_transpose_mainloop.cuh"
+#include "sm90_tf32_smem_rewrite_mainloop.cuh"
 
 using namespace cute;
 
@@ -28,7 +28,7 @@ int check() {
   using SmallLayout = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<cutlass::tfloat32_t>{},
                                              make_shape(Int<MN>{}, _32{}, _1{})));
   constexpr int kThreads = 256;
-  using T = pycutlass_gemm::smem_transpose_detail::TileRewrite<MN, kThreads, LoadLayout, MmaLayout, kLoadMNMajor>;
+  using T = pycutlass_gemm::smem_rewrite_detail::TileRewrite<MN, kThreads, LoadLayout, MmaLayout, kLoadMNMajor>;
   alignas(1024) static float buffer[MN * 32 * Stages];
   const auto load_view = make_tensor(make_smem_ptr(buffer), LoadLayout{});
   const auto mma_view = make_tensor(make_smem_ptr(buffer), MmaLayout{});
