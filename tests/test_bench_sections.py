@@ -92,10 +92,17 @@ def test_accuracy_section_fails_a_tf32x3_less_accurate_than_sgemm(monkeypatch):
     monkeypatch.setattr(_api, "gemm", gemm, raising=False)
     monkeypatch.setattr(_api, "plan", lambda a, b, **kw: {"kernel": f"k_{kw['precision']}", "reason": "fake"},
                         raising=False)
+    monkeypatch.setattr(_api, "kernels", lambda: [{"name": f"k_{m}", "dtype": "float32", "math": m}
+                                                  for m in ("ieee", "tf32", "tf32x3")], raising=False)
     rows = accuracy.run_accuracy(True, report.Progress(2, enabled=False))
     assert [r.status for r in rows] == ["FAIL", "FAIL"] and rows[0].ratio > 10
     assert rows[0].kernels == {"ieee": "k_ieee", "tf32": "k_tf32", "tf32x3": "k_tf32x3"}
     assert set(rows[0].errors) == set(accuracy.COLUMNS) and rows[0].errors["pg ieee"] < 1e-5
+    # auto running an IEEE kernel for tf32x3 (none registered) is shown, and held to nothing
+    monkeypatch.setattr(_api, "plan", lambda a, b, **kw: {"kernel": "k_ieee", "reason": "fake"}, raising=False)
+    rows = accuracy.run_accuracy(True, report.Progress(2, enabled=False))
+    assert [r.status for r in rows] == ["ok", "ok"] and all(r.target is None for r in rows)
+    assert rows[0].message == "tf32x3 ran an IEEE kernel (no tf32x3 kernel registered)"
 
 
 def test_json_holds_the_other_sections(tmp_path):
