@@ -95,7 +95,7 @@ struct Mainloop {
 };
 
 template <class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape, int kCarveout,
-          bool kTf32x3>
+          bool kTf32x3, int kPromoteEvery = 0>
 struct RewritingMainloop {
   // tf32x3 keeps one more (M + N) x K tile of small parts beside the stages.
   static constexpr int kSmallBytes =
@@ -106,7 +106,7 @@ struct RewritingMainloop {
                                    cutlass::gemm::collective::StageCountAutoCarveout<kCarveout + kSmallBytes>,
                                    cutlass::gemm::KernelTmaWarpSpecializedCooperative>::type;
   using type = Sm90Tf32SmemRewriteMainloop<KMajor, cutlass::detail::TagToStrideA_t<LayoutA>,
-                                         cutlass::detail::TagToStrideB_t<LayoutB>, kTf32x3>;
+                                         cutlass::detail::TagToStrideB_t<LayoutB>, kTf32x3, kPromoteEvery>;
 };
 
 template <class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape, int kCarveout>
@@ -115,16 +115,22 @@ struct Mainloop<float, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape,
                 KernelTmaWarpSpecializedCooperativeSmemTranspose>
     : RewritingMainloop<LayoutA, LayoutB, kAlignment, TileShape, ClusterShape, kCarveout, false> {};
 
-template <class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape, int kCarveout>
+template <class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape, int kCarveout,
+          int kPromoteEvery>
 struct Mainloop<float, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape,
-                cutlass::gemm::collective::StageCountAutoCarveout<kCarveout>, KernelTmaWarpSpecializedCooperativeTf32x3>
-    : RewritingMainloop<LayoutA, LayoutB, kAlignment, TileShape, ClusterShape, kCarveout, true> {};
+                cutlass::gemm::collective::StageCountAutoCarveout<kCarveout>,
+                KernelTmaWarpSpecializedCooperativeTf32x3<kPromoteEvery>>
+    : RewritingMainloop<LayoutA, LayoutB, kAlignment, TileShape, ClusterShape, kCarveout, true, kPromoteEvery> {};
+
+template <class Schedule> struct IsTf32x3 : std::false_type {};
+template <int kPromoteEvery>
+struct IsTf32x3<KernelTmaWarpSpecializedCooperativeTf32x3<kPromoteEvery>> : std::true_type {};
 
 // The math a kernel's mainloop does: 16-bit inputs exactly, fp32 inputs as tf32, or as tf32x3.
 template <class Element, class Schedule>
 constexpr Precision math_of() {
   if constexpr (!std::is_same_v<Element, float>) return Precision::Ieee;
-  else if constexpr (std::is_same_v<Schedule, KernelTmaWarpSpecializedCooperativeTf32x3>) return Precision::Tf32x3;
+  else if constexpr (IsTf32x3<Schedule>::value) return Precision::Tf32x3;
   else return Precision::Tf32;
 }
 

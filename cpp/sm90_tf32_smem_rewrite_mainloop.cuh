@@ -34,7 +34,11 @@ namespace pycutlass_gemm {
 
 // Mainloop schedule tags that select these mainloops in CutlassSm90Gemm (the kernel schedule
 // stays CUTLASS's cooperative one).
+// kPromoteEvery > 0: the tensor cores sum kPromoteEvery k tiles at a time into a fresh accumulator,
+// added to the running sum with fp32 adds (as CUTLASS's FP8 mainloops promote): an accumulation
+// along K that rounds like FFMA, for twice the accumulator registers.
 struct KernelTmaWarpSpecializedCooperativeSmemTranspose {};
+template <int kPromoteEvery = 0>
 struct KernelTmaWarpSpecializedCooperativeTf32x3 {};
 
 namespace smem_rewrite_detail {
@@ -166,9 +170,10 @@ constexpr bool is_mn_major() {
 // tf32x3 its stage count leaves room for the small buffer.
 // StrideA / StrideB: the user's operands (A as M x K x L, B as N x K x L, CUTLASS's convention).
 // kTf32x3: split every element into three tf32 products (above); else transpose MN-major tiles.
+// kPromoteEvery (tf32x3): see KernelTmaWarpSpecializedCooperativeTf32x3.
 // The TMA loads of tf32x3 move raw 32-bit words (uint32_t): CUTLASS's float operands are loaded
 // as tf32, which would round away the bits `small` keeps.
-template <class KMajor, class StrideA, class StrideB, bool kTf32x3>
+template <class KMajor, class StrideA, class StrideB, bool kTf32x3, int kPromoteEvery = 0>
 struct Sm90Tf32SmemRewriteMainloop
     : cutlass::gemm::collective::CollectiveMma<
           typename KMajor::DispatchPolicy, typename KMajor::TileShape, cute::conditional_t<kTf32x3, uint32_t, float>,
@@ -325,34 +330,51 @@ struct Sm90Tf32SmemRewriteMainloop
   // Per k tile: split the stage (big in place, small into the small buffer), then two wgmma
   // batches: [small(A) big(B), big(A) small(B)] and [big(A) big(B)]. Waiting until one batch is
   // left in flight leaves big(A) big(B) running: the small buffer is free for the next split, and
-  // the stage before this one (its last batch done) is released.
+  // the stage before this one (its last batch done) is released. With kPromoteEvery, the products
+  // go to `partial`, which is added to accum (after waiting for every batch) every kPromoteEvery
+  // k tiles and after the last.
   template <class FrgTensorC, class FrgA, class FrgB, class FrgASmall, class FrgBSmall>
   CUTLASS_DEVICE void mma_tf32x3(MainloopPipeline pipeline, PipelineState smem_pipe_read, FrgTensorC& accum,
                                  int k_tile_count, int thread_idx, TensorStorage& shared_tensors, TiledMma& tiled_mma,
                                  FrgA& tCrA, FrgB& tCrB, FrgASmall& tCrA_small, FrgBSmall& tCrB_small) {
     using namespace cute;
+    constexpr bool kPromote = kPromoteEvery > 0;
+    auto partial = make_fragment_like(accum);
+    auto& products = [&]() -> auto& {
+      if constexpr (kPromote) return partial;
+      else return accum;
+    }();
+    if constexpr (kPromote) clear(accum);
     PipelineState smem_pipe_release = smem_pipe_read;
     warpgroup_fence_operand(accum);
-    for (bool first = true; k_tile_count > 0; --k_tile_count, first = false) {
+    for (int tile = 0; k_tile_count > 0; --k_tile_count, ++tile) {
       pipeline.consumer_wait(smem_pipe_read, pipeline.consumer_try_wait(smem_pipe_read));
       const int read_stage = smem_pipe_read.index();
       rewrite_stage(shared_tensors, read_stage, thread_idx);
-      warpgroup_fence_operand(accum);
+      // The products start from zero with the first k tile (of each promotion interval).
+      const bool fresh = kPromote ? tile % (kPromote ? kPromoteEvery : 1) == 0 : tile == 0;
+      warpgroup_fence_operand(products);
       warpgroup_arrive();
       CUTLASS_PRAGMA_UNROLL
       for (int k_block = 0; k_block < size<2>(tCrA); ++k_block) {
-        // Accumulators start from zero with the first product of the first k tile.
-        tiled_mma.accumulate_ = first && k_block == 0 ? GMMA::ScaleOut::Zero : GMMA::ScaleOut::One;
-        cute::gemm(tiled_mma, tCrA_small(_, _, k_block, 0), tCrB(_, _, k_block, read_stage), accum);
+        tiled_mma.accumulate_ = fresh && k_block == 0 ? GMMA::ScaleOut::Zero : GMMA::ScaleOut::One;
+        cute::gemm(tiled_mma, tCrA_small(_, _, k_block, 0), tCrB(_, _, k_block, read_stage), products);
         tiled_mma.accumulate_ = GMMA::ScaleOut::One;
-        cute::gemm(tiled_mma, tCrA(_, _, k_block, read_stage), tCrB_small(_, _, k_block, 0), accum);
+        cute::gemm(tiled_mma, tCrA(_, _, k_block, read_stage), tCrB_small(_, _, k_block, 0), products);
       }
       warpgroup_commit_batch();
-      cute::gemm(tiled_mma, tCrA(_, _, _, read_stage), tCrB(_, _, _, read_stage), accum);
+      cute::gemm(tiled_mma, tCrA(_, _, _, read_stage), tCrB(_, _, _, read_stage), products);
       warpgroup_commit_batch();
-      warpgroup_wait<1>();
-      warpgroup_fence_operand(accum);
-      if (!first) {
+      if (kPromote && (tile % (kPromote ? kPromoteEvery : 1) == kPromoteEvery - 1 || k_tile_count == 1)) {
+        warpgroup_wait<0>();
+        warpgroup_fence_operand(products);
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < size(accum); ++i) accum(i) += partial(i);
+      } else {
+        warpgroup_wait<1>();
+        warpgroup_fence_operand(products);
+      }
+      if (tile > 0) {
         pipeline.consumer_release(smem_pipe_release);  // the stage before is consumed
         ++smem_pipe_release;
       }

@@ -55,6 +55,7 @@ class Kernel:
     alignment: int = 1              # sm80 only: elements, for A, B, C and D
     bias: bool = False              # sm90 only: the epilogue also adds a bias row (F.linear)
     swap_ab: bool = False           # sm90 only: run as D^T = B^T A^T (small M on the narrow tile N)
+    promote: int = 0                # tf32x3 only: add the tensor cores' sums to an fp32 one every N k tiles
 
     @property
     def priority(self):
@@ -82,7 +83,9 @@ class Kernel:
         c = "x".join(map(str, self.cluster))
         bias = "_bias" if self.bias else ""
         swap = "_swapab" if self.swap_ab else ""
-        return f"sm90_{self.dtype}_{self.layout_a}{self.layout_b}_{t}_c{c}_{self.schedule}_{self.scheduler}{swap}{bias}"
+        promote = f"_p{self.promote}" if self.promote else ""
+        return (f"sm90_{self.dtype}_{self.layout_a}{self.layout_b}_{t}_c{c}_{self.schedule}_{self.scheduler}"
+                f"{swap}{bias}{promote}")
 
     @property
     def filename(self):
@@ -103,6 +106,7 @@ class Kernel:
         words = f"{t} c{c} {SCHEDULE[self.schedule][2]} {'stream-K' if self.scheduler == 'streamk' else 'persistent'}"
         if self.dtype == "tf32x3":
             words += " tf32x3 (big and small tf32 parts split in shared memory, three products)"
+            words += f", fp32 sums every {self.promote} k tiles" if self.promote else ""
         return words + (" (as D^T = B^T A^T)" if self.transposed else "") + (" + bias row" if self.bias else "")
 
     @property
@@ -118,7 +122,7 @@ class Kernel:
         mainloop, epilogue, _ = SCHEDULE[self.schedule]
         if self.dtype == "tf32x3":  # the cooperative schedule with the tf32x3 mainloop
             assert self.schedule == "coop", "tf32x3 has a cooperative mainloop only"
-            mainloop = "KernelTmaWarpSpecializedCooperativeTf32x3"
+            mainloop = f"KernelTmaWarpSpecializedCooperativeTf32x3<{self.promote}>"
         shape = lambda xs: "cute::Shape<" + ", ".join(f"cute::_{x}" for x in xs) + ">"
         return (f"CutlassSm90Gemm<{ELEMENT[self.dtype]}, {LAYOUT[self.layout_a]}, {LAYOUT[self.layout_b]},\n"
                 f"    {shape(self.tile)}, {shape(self.cluster + (1,))},\n"
@@ -212,6 +216,10 @@ def tuning_kernels():
         Kernel("sm90", "tf32x3", "r", "r", (128, 256, 32), (1, 1), "coop", "streamk"),
         Kernel("sm90", "tf32x3", "c", "r", (128, 128, 32), (1, 1), "coop", "persistent"),
         Kernel("sm90", "tf32x3", "r", "c", (128, 128, 32), (1, 1), "coop", "persistent"),
+    ] + [  # the same with the accumulation along K promoted to fp32 adds every 4 k tiles (notes/measurements.md:
+        # wgmma's own accumulation may miss the 1.5x SGEMM accuracy bar); 128x128 for the registers
+        Kernel("sm90", "tf32x3", la_lb[0], la_lb[1], (128, 128, 32), (1, 1), "coop", "persistent", promote=4)
+        for la_lb in ("cr", "rc")
     ] + [  # unaligned bf16 (tracker issue 10: 1000x3000x777 rr, 2048x1001x2048 rr): other tiles of the
         # alignment-1 register-staged kernel: 128x256 / 256x128 with 8 warps of 64x64; warp tiles of
         # 64x32 / 32x64 (162 / 182 registers instead of 255, so more warps per SM)
