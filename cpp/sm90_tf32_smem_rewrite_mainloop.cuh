@@ -34,10 +34,10 @@ namespace pycutlass_gemm {
 
 // Mainloop schedule tags that select these mainloops in CutlassSm90Gemm (the kernel schedule
 // stays CUTLASS's cooperative one).
+struct KernelTmaWarpSpecializedCooperativeSmemTranspose {};
 // kPromoteEvery > 0: the tensor cores sum kPromoteEvery k tiles at a time into a fresh accumulator,
 // added to the running sum with fp32 adds (as CUTLASS's FP8 mainloops promote): an accumulation
 // along K that rounds like FFMA, for twice the accumulator registers.
-struct KernelTmaWarpSpecializedCooperativeSmemTranspose {};
 template <int kPromoteEvery = 0>
 struct KernelTmaWarpSpecializedCooperativeTf32x3 {};
 
@@ -339,6 +339,7 @@ struct Sm90Tf32SmemRewriteMainloop
                                  FrgA& tCrA, FrgB& tCrB, FrgASmall& tCrA_small, FrgBSmall& tCrB_small) {
     using namespace cute;
     constexpr bool kPromote = kPromoteEvery > 0;
+    constexpr int kInterval = kPromote ? kPromoteEvery : 1;  // k tiles the tensor cores sum alone
     auto partial = make_fragment_like(accum);
     auto& products = [&]() -> auto& {
       if constexpr (kPromote) return partial;
@@ -352,7 +353,7 @@ struct Sm90Tf32SmemRewriteMainloop
       const int read_stage = smem_pipe_read.index();
       rewrite_stage(shared_tensors, read_stage, thread_idx);
       // The products start from zero with the first k tile (of each promotion interval).
-      const bool fresh = kPromote ? tile % (kPromote ? kPromoteEvery : 1) == 0 : tile == 0;
+      const bool fresh = kPromote ? tile % kInterval == 0 : tile == 0;
       warpgroup_fence_operand(products);
       warpgroup_arrive();
       CUTLASS_PRAGMA_UNROLL
@@ -365,7 +366,7 @@ struct Sm90Tf32SmemRewriteMainloop
       warpgroup_commit_batch();
       cute::gemm(tiled_mma, tCrA(_, _, _, read_stage), tCrB(_, _, _, read_stage), products);
       warpgroup_commit_batch();
-      if (kPromote && (tile % (kPromote ? kPromoteEvery : 1) == kPromoteEvery - 1 || k_tile_count == 1)) {
+      if (kPromote && (tile % kInterval == kInterval - 1 || k_tile_count == 1)) {
         warpgroup_wait<0>();
         warpgroup_fence_operand(products);
         CUTLASS_PRAGMA_UNROLL

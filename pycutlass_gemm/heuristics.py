@@ -28,7 +28,8 @@ FORMAT = 1
 
 def problem_class(a, b, precision: str | None = None) -> str:
     """The table class of ``a @ b`` (any device, meta too), e.g. "bfloat16 ieee row col aligned"."""
-    return _C.problem_class(a, b, None, None, 0.0, {"tf32": 1, "tf32x3": 2}.get(precision, 0))
+    from .launch import precision_code  # launch imports this module first
+    return _C.problem_class(a, b, None, None, 0.0, precision_code(a, precision or "ieee"))
 
 
 def build_table(records: Iterable[dict], *, device: str, sm: int, sm_count: int, version: str, **meta) -> dict:

@@ -70,8 +70,8 @@ def set_float32_precision(precision: str | None) -> None:
     switch, as torch.matmul does. A model can so run on tf32x3 without passing ``precision``
     everywhere. IEEE stays IEEE: nothing runs tf32x3 unless asked, here or per call."""
     global _float32_precision
-    if precision is not None and precision not in _PRECISION_CODE:
-        raise ValueError(f"precision must be 'ieee', 'tf32', 'tf32x3' or None, got {precision!r}")
+    if precision is not None:
+        _code_of(precision)  # raises for an unknown one
     _float32_precision = precision
 
 
@@ -96,16 +96,20 @@ def default_precision() -> str:
         return "ieee" if torch.get_float32_matmul_precision() == "highest" else "tf32"
 
 
+def _code_of(precision: str) -> int:
+    code = _PRECISION_CODE.get(precision)
+    if code is None:
+        raise ValueError(f"precision must be 'ieee', 'tf32', 'tf32x3' or None, got {precision!r}")
+    return code
+
+
 def precision_code(a, precision: str | None) -> int:
     """_C's code for `precision`; None follows default_precision() (read only for float32 inputs)."""
     if precision is None:
         if getattr(a, "dtype", None) is not torch.float32:
             return 0
         precision = default_precision()
-    code = _PRECISION_CODE.get(precision)
-    if code is None:
-        raise ValueError(f"precision must be 'ieee', 'tf32', 'tf32x3' or None, got {precision!r}")
-    return code
+    return _code_of(precision)
 
 
 def plan(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None, *, beta: float = 0.0,

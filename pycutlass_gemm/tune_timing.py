@@ -33,7 +33,8 @@ def flush_buffer(device) -> torch.Tensor:
 def tolerance(dtype: torch.dtype, precision: str | None, k: int) -> float:
     """‖out − fallback‖/‖fallback‖ a correct kernel stays under: the benchmark's rule for the
     precision (bench_cases.Precision.tolerance; float64, which only the fallback runs, as fp32)."""
-    name = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype, "tf32" if precision == "tf32" else "fp32")
+    fp32_name = precision if precision in ("tf32", "tf32x3") else "fp32"
+    name = {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(dtype, fp32_name)
     return next(p for p in PRECISIONS if p.name == name).tolerance(k)
 
 
