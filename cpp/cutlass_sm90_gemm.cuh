@@ -97,9 +97,10 @@ struct Mainloop {
 template <class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape, int kCarveout,
           bool kTf32x3, int kPromoteEvery = 0>
 struct RewritingMainloop {
-  // tf32x3 keeps one more (M + N) x K tile of small parts beside the stages.
+  // tf32x3 keeps kSmallSlots more (M + N) x K tiles of small parts beside the stages.
   static constexpr int kSmallBytes =
-      kTf32x3 ? int(sizeof(float)) * (cute::size<0>(TileShape{}) + cute::size<1>(TileShape{})) * cute::size<2>(TileShape{})
+      kTf32x3 ? smem_rewrite_detail::kSmallSlots * int(sizeof(float)) *
+                    (cute::size<0>(TileShape{}) + cute::size<1>(TileShape{})) * cute::size<2>(TileShape{})
               : 0;
   using KMajor = typename Mainloop<float, cutlass::layout::RowMajor, cutlass::layout::ColumnMajor, kAlignment,
                                    TileShape, ClusterShape,

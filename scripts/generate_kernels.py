@@ -122,6 +122,7 @@ class Kernel:
         mainloop, epilogue, _ = SCHEDULE[self.schedule]
         if self.dtype == "tf32x3":  # the cooperative schedule with the tf32x3 mainloop
             assert self.schedule == "coop", "tf32x3 has a cooperative mainloop only"
+            assert self.promote > 0, "tf32x3 sums in fp32 every `promote` k tiles (the tensor cores' sums truncate)"
             mainloop = f"KernelTmaWarpSpecializedCooperativeTf32x3<{self.promote}>"
         shape = lambda xs: "cute::Shape<" + ", ".join(f"cute::_{x}" for x in xs) + ">"
         return (f"CutlassSm90Gemm<{ELEMENT[self.dtype]}, {LAYOUT[self.layout_a]}, {LAYOUT[self.layout_b]},\n"
@@ -180,6 +181,15 @@ def all_kernels():
     # 0.81-0.87x: CutlassSimtGemm::priority).
     for la_lb in LAYOUTS:
         kernels += [simt(la_lb), simt(la_lb, (128, 256, 8), (64, 64, 8), 5)]
+    # fp32 as tf32x3 (precision="tf32x3"; cpp/sm90_tf32_smem_rewrite_mainloop.cuh): each operand split
+    # into tf32 big and small parts in shared memory, three products. The tensor cores' sums are added
+    # to an fp32 one every k tile (promote=1): unpromoted they truncate (H100, transposed A, rand: 8.6e-5
+    # against cuBLAS SGEMM's 6.0e-7); every 4 k tiles 1.0e-6, every 2 4.1e-7 at 1024x1024x4096 (SGEMM
+    # 2.2e-7), every tile 1.9e-7 at the same speed (1.43-1.56x SGEMM at 2048-8192). Two accumulators
+    # need 128x128 tiles; stream-K splits long K (the large-K workload: 1.5e-7 where the persistent
+    # kernel's one fp32 chain of 16384 adds gives 1.7e-6) and fills the SMs with few tiles.
+    for la_lb, scheduler in itertools.product(LAYOUTS, ["persistent", "streamk"]):
+        kernels.append(Kernel("sm90", "tf32x3", la_lb[0], la_lb[1], (128, 128, 32), (1, 1), "coop", scheduler, promote=1))
     return kernels
 
 
@@ -207,19 +217,6 @@ def tuning_kernels():
     ] + [
         Kernel("sm90", "tf32", la_lb[0], la_lb[1], (128, 256, 32), cluster, "cooptranspose", scheduler)
         for la_lb in ("rr", "cc") for scheduler, cluster in (("persistent", (2, 1)), ("streamk", (1, 1)))
-    ] + [  # fp32 as tf32x3 (cpp/sm90_tf32_smem_rewrite_mainloop.cuh): not yet run on a GPU, so not registered.
-        # 128x256 (2 stages beside the small parts) in every layout; stream-K for the large-K workload (2
-        # tiles of 128x256); 128x128 (3 stages: more loads in flight, more wgmma reads per flop) to compare.
-        Kernel("sm90", "tf32x3", la_lb[0], la_lb[1], (128, 256, 32), (2, 1), "coop", "persistent")
-        for la_lb in LAYOUTS
-    ] + [
-        Kernel("sm90", "tf32x3", "r", "r", (128, 256, 32), (1, 1), "coop", "streamk"),
-        Kernel("sm90", "tf32x3", "c", "r", (128, 128, 32), (1, 1), "coop", "persistent"),
-        Kernel("sm90", "tf32x3", "r", "c", (128, 128, 32), (1, 1), "coop", "persistent"),
-    ] + [  # the same with the accumulation along K promoted to fp32 adds every 4 k tiles (notes/measurements.md:
-        # wgmma's own accumulation may miss the 1.5x SGEMM accuracy bar); 128x128 for the registers
-        Kernel("sm90", "tf32x3", la_lb[0], la_lb[1], (128, 128, 32), (1, 1), "coop", "persistent", promote=4)
-        for la_lb in ("cr", "rc")
     ] + [  # unaligned bf16 (tracker issue 10: 1000x3000x777 rr, 2048x1001x2048 rr): other tiles of the
         # alignment-1 register-staged kernel: 128x256 / 256x128 with 8 warps of 64x64; warp tiles of
         # 64x32 / 32x64 (162 / 182 registers instead of 255, so more warps per SM)

@@ -1,22 +1,32 @@
-// Host-side check of cpp/sm90_tf32_smem_rewrite_mainloop.cuh's claims, against CuTe's own layouts
+// Host-side check of cpp/sm90_tf32_tile_rewrite.cuh's claims, against CuTe's own layouts
 // (built and run by test_smem_rewrite_cpu.py; no GPU needed). For the tile shapes the package
 // uses (MN = 128 and 256, K = 32 tf32, several stages), with the load layout TMA writes (MN-major
 // SW128 atoms for an MN-major operand, K-major ones for a K-major operand), the K-major SW128
-// layout wgmma reads, and tf32x3's one-stage buffer of small parts:
+// layout wgmma reads, and tf32x3's two-slot buffer of small parts:
 //  - TileRewrite's addresses equal the addresses CuTe's swizzled tensors give each element;
+//  - a stage's addresses are stage 0's plus the stage's offset (stage_bytes), for any base: the
+//    mainloop computes stage 0's once;
 //  - a 4x4 block's 4 elements along its load direction and along K (store side) are contiguous
 //    and 16-byte aligned, so one 16-byte access moves each;
 //  - the threads' blocks cover every element of the stage exactly once;
+//  - round_tf32 (two integer instructions) rounds to tf32 to nearest, ties away from zero, as
+//    cvt.rna.tf32.f32 does, over a sweep of bit patterns (normal, subnormal, the largest floats);
 //  - the 8 threads of each quarter warp touch 8 different 16-byte chunks of the 128-byte bank
 //    width on every access (no bank conflicts).
+#include <cmath>
+#include <cfloat>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <set>
 
 #include "cute/tensor.hpp"
 #include "cute/atom/mma_traits_sm90_gmma.hpp"
-#include "sm90_tf32_smem_rewrite_mainloop.cuh"
+#include "sm90_tf32_tile_rewrite.cuh"
 
 using namespace cute;
+
+constexpr int kSlots = pycutlass_gemm::smem_rewrite_detail::kSmallSlots;
 
 template <int MN, int Stages, bool kLoadMNMajor>
 int check() {
@@ -26,7 +36,7 @@ int check() {
                                            make_shape(Int<MN>{}, _32{}, Int<Stages>{}), Step<_1, _2, _3>{}));
   using LoadLayout = cute::conditional_t<kLoadMNMajor, MNMajorLoad, MmaLayout>;
   using SmallLayout = decltype(tile_to_shape(GMMA::Layout_K_SW128_Atom<cutlass::tfloat32_t>{},
-                                             make_shape(Int<MN>{}, _32{}, _1{})));
+                                             make_shape(Int<MN>{}, _32{}, Int<kSlots>{})));
   constexpr int kThreads = 256;
   using T = pycutlass_gemm::smem_rewrite_detail::TileRewrite<MN, kThreads, LoadLayout, MmaLayout, kLoadMNMajor>;
   alignas(1024) static float buffer[MN * 32 * Stages];
@@ -38,6 +48,28 @@ int check() {
     return base + uint32_t(reinterpret_cast<const char*>(&view(mn, k, s)) - reinterpret_cast<const char*>(buffer));
   };
   int errors = 0;
+  // Stage 0's addresses plus the stage offset, as the mainloop computes them, for the aligned base
+  // and for bases off the swizzle's 1024-byte period.
+  for (uint32_t b : {base, base + 128u, base + 656u}) {
+    for (int t = 0; t < kThreads; ++t) {
+      typename T::Addresses load_at, store_at, small_at;
+      T::load_addresses(b, t, load_at);
+      T::store_addresses(b, t, store_at);
+      T::template store_addresses<SmallLayout>(b, t, small_at);
+      for (int i = 0; i < T::kPerThread; ++i) {
+        for (int j = 0; j < 4; ++j) {
+          const int g = t + kThreads * i;
+          for (int s = 0; s < Stages; ++s) {
+            errors += load_at[i][j] + T::template stage_bytes<LoadLayout>() * s != T::load_address(b, g, j, s);
+            errors += store_at[i][j] + T::template stage_bytes<MmaLayout>() * s != T::store_address(b, g, j, s);
+          }
+          for (int slot = 0; slot < kSlots; ++slot)
+            errors += small_at[i][j] + T::template stage_bytes<SmallLayout>() * slot !=
+                      T::template store_address<SmallLayout>(b, g, j, slot);
+        }
+      }
+    }
+  }
   for (int s = 0; s < Stages; ++s) {
     std::set<uint32_t> loaded, stored, small;
     for (int t = 0; t < kThreads; ++t) {
@@ -46,14 +78,14 @@ int check() {
         for (int j = 0; j < 4; ++j) {
           const uint32_t load0 = T::load_address(base, g, j, s);
           const uint32_t store0 = T::store_address(base, g, j, s);
-          const uint32_t small0 = T::template store_address<SmallLayout>(base, g, j, 0);
+          const uint32_t small0 = T::template store_address<SmallLayout>(base, g, j, s % kSlots);
           errors += (load0 % 16 != 0) + (store0 % 16 != 0) + (small0 % 16 != 0);
           for (int e = 0; e < 4; ++e) {
             // vector j of the load holds (mn + e, k + j) when MN-major, (mn + j, k + e) when K-major
             const int load_mn = kLoadMNMajor ? mn + e : mn + j, load_k = kLoadMNMajor ? k + j : k + e;
             errors += (load0 + 4 * e != cute_address(load_view, load_mn, load_k, s));
             errors += (store0 + 4 * e != cute_address(mma_view, mn + j, k + e, s));
-            errors += (small0 + 4 * e != cute_address(small_view, mn + j, k + e, 0));
+            errors += (small0 + 4 * e != cute_address(small_view, mn + j, k + e, s % kSlots));
             loaded.insert(load0 + 4 * e);
             stored.insert(store0 + 4 * e);
             small.insert(small0 + 4 * e);
@@ -69,7 +101,7 @@ int check() {
           for (int g = quarter + kThreads * i; g < quarter + kThreads * i + 8; ++g) {
             load_chunks.insert(T::load_address(base, g, j, s) / 16 % 8);
             store_chunks.insert(T::store_address(base, g, j, s) / 16 % 8);
-            small_chunks.insert(T::template store_address<SmallLayout>(base, g, j, 0) / 16 % 8);
+            small_chunks.insert(T::template store_address<SmallLayout>(base, g, j, s % kSlots) / 16 % 8);
           }
           errors += (load_chunks.size() != 8) + (store_chunks.size() != 8) + (small_chunks.size() != 8);
         }
@@ -81,6 +113,39 @@ int check() {
   return errors;
 }
 
+// tf32 rounded to nearest, ties away from zero, by arithmetic: tf32 keeps 10 mantissa bits, so its
+// unit in the last place is 2^(e - 10) for x in [2^e, 2^(e+1)) (2^-136 below the normal range).
+float reference_rna_tf32(float x) {
+  int e;
+  std::frexp(x, &e);  // x = f * 2^e, f in [0.5, 1)
+  const double ulp = std::ldexp(1.0, std::max(e - 1, -126) - 10);
+  const double r = std::round(double(x) / ulp) * ulp;  // std::round: halves away from zero
+  return std::fabs(r) > FLT_MAX ? std::copysign(INFINITY, x) : float(r);
+}
+
+int check_round_tf32() {
+  int errors = 0;
+  uint32_t state = 12345u;
+  for (long i = 0; i < 4000000; ++i) {
+    state = state * 1664525u + 1013904223u;  // every exponent, sign and mantissa pattern
+    uint32_t bits = state;
+    if (i % 4 == 0) bits = (bits & 0x80001fffu) | 0x7f7fe000u;  // near the largest float
+    if (i % 4 == 1) bits &= 0x807fffffu;                          // subnormal
+    if (i % 4 == 2) bits = (bits & 0xffffe000u) | 0x1000u;        // an exact tie
+    float x;
+    std::memcpy(&x, &bits, 4);
+    if (!std::isfinite(x)) continue;
+    const uint32_t got = pycutlass_gemm::smem_rewrite_detail::round_tf32(bits);
+    const float want = reference_rna_tf32(x);
+    uint32_t want_bits;
+    std::memcpy(&want_bits, &want, 4);
+    errors += got != want_bits;
+  }
+  std::printf("round_tf32 against round-to-nearest-away by arithmetic: %s (%d errors)\n", errors ? "FAIL" : "ok",
+              errors);
+  return errors;
+}
+
 int main() {
-  return (check<128, 4, true>() + check<256, 3, true>() + check<128, 4, false>() + check<256, 2, false>()) != 0;
+  return (check_round_tf32() + check<128, 4, true>() + check<256, 3, true>() + check<128, 4, false>() + check<256, 2, false>()) != 0;
 }
