@@ -5,7 +5,7 @@ powers of two across +-20 binades, and a long K -- ‖out − ref‖/‖ref‖ a
 the same fp32 inputs, for pycutlass_gemm with precision "ieee", "tf32" and "tf32x3" (what auto runs
 for each, named in the row) and for torch.matmul in IEEE fp32 (cuBLAS SGEMM) and in tf32. A tf32x3
 kernel is held to 1.5x SGEMM's error (the tracker's target): above it the row fails. Where auto
-runs an IEEE kernel for tf32x3 (none of tf32x3 is registered for the problem) the row says so and
+runs an IEEE kernel for tf32x3 (no tf32x3 kernel takes the problem) the row says so and
 holds it to nothing: the IEEE kernels' own error is the "pg ieee" column.
 """
 
@@ -86,7 +86,7 @@ def run_accuracy(quick: bool, progress) -> list[AccuracyRow]:
                     row.errors[name] = rel_error(torch.matmul(a, b), ref)
             row.ratio = row.errors["pg tf32x3"] / row.errors["torch fp32"] if row.errors["torch fp32"] > 0 else None
             if math_of.get(row.kernels["tf32x3"]) != "tf32x3":
-                row.target, row.message = None, "tf32x3 ran an IEEE kernel (no tf32x3 kernel registered)"
+                row.target, row.message = None, "tf32x3 ran an IEEE kernel (no tf32x3 kernel takes the problem)"
             elif row.ratio is None or not row.ratio <= row.target:
                 row.status, row.message = "FAIL", f"tf32x3 error above {row.target:g}x SGEMM's"
             del a, b, ref

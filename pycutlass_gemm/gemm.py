@@ -92,8 +92,8 @@ def gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None, *, alp
     ``variant``: "auto" (the best registered kernel that can implement the problem, see ``plan``),
     or any name from ``kernels()`` ("naive", "fallback", ...); a named kernel that cannot implement
     the problem raises ValueError with its reason. ``precision`` for float32 inputs: "ieee",
-    "tf32" or "tf32x3" (three tf32 products, about fp32's accuracy; IEEE kernels run it until tf32x3
-    kernels are registered); None follows ``set_float32_precision``, else torch's own TF32 switch,
+    "tf32" or "tf32x3" (three tf32 products, fp32's accuracy; IEEE kernels run what no tf32x3
+    kernel takes); None follows ``set_float32_precision``, else torch's own TF32 switch,
     as torch.matmul does; ignored for other dtypes.
     """
     if out is not None:
