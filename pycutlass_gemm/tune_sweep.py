@@ -27,7 +27,7 @@ SIZES = (1, 4, 16, 64, 256, 512, 1024, 2048, 4096, 8192, 16384, 65536)
 COARSE = (1, 16, 256, 1024, 4096, 16384, 65536)  # unaligned, fp16, IEEE fp32: fewer points
 BATCHED = ((4, (64, 256, 1024, 4096)), (32, (64, 256, 1024)))  # (batch, sizes)
 MAX_FLOP = 2**41
-MAX_FLOP_SIMT = 2**38  # IEEE fp32 runs at ~50 TFLOP/s: compute-bound well before this
+MAX_FLOP_SIMT = 2**38  # IEEE fp32 (~50 TFLOP/s) and tf32x3 (~100): compute-bound well before this
 MAX_OPERAND = 2**28
 _BY_NAME = {p.name: p for p in PRECISIONS}
 
@@ -38,7 +38,7 @@ def unaligned(size: int) -> int:
 
 
 def fits(w: Workload, p: Precision) -> bool:
-    return (w.flop <= (MAX_FLOP_SIMT if p.name == "fp32" else MAX_FLOP) and max(w.m * w.k, w.k * w.n, w.m * w.n) * w.batch <= MAX_OPERAND)
+    return (w.flop <= (MAX_FLOP_SIMT if p.name in ("fp32", "tf32x3") else MAX_FLOP) and max(w.m * w.k, w.k * w.n, w.m * w.n) * w.batch <= MAX_OPERAND)
 
 
 def sweep_problems(quick: bool = False) -> list[tuple[Workload, Precision]]:
@@ -57,6 +57,7 @@ def sweep_problems(quick: bool = False) -> list[tuple[Workload, Precision]]:
         ("fp16", COARSE, ("rr", "rc"), False, 1),
         ("tf32", COARSE, LAYOUTS, False, 1),
         ("fp32", COARSE, LAYOUTS, True, 1),
+        ("tf32x3", COARSE, LAYOUTS, True, 1),
     ]
     problems: list[tuple[Workload, Precision]] = []
     if quick:
@@ -77,7 +78,7 @@ def sweep_problems(quick: bool = False) -> list[tuple[Workload, Precision]]:
 def estimated_seconds(problems: Iterable[tuple[Workload, Precision]]) -> float:
     """A rough H100 estimate of the sweep's GPU time: each candidate's first runs, more for the
     best, at each precision's rate; for planning how large a sweep fits a time budget."""
-    rate = {"bf16": 600e12, "fp16": 600e12, "tf32": 300e12, "fp32": 45e12}
+    rate = {"bf16": 600e12, "fp16": 600e12, "tf32": 300e12, "tf32x3": 95e12, "fp32": 45e12}
     total = 0.0
     for w, p in problems:
         t = max(w.flop / rate[p.name], w.min_bytes(p.dtype.itemsize) / 2.5e12) + 60e-6

@@ -297,7 +297,7 @@ def test_sweep_covers_sizes_1_to_65536_every_layout_dtype_alignment_and_batch():
     problems = tune_sweep.sweep_problems()
     assert len(problems) == len(set(problems))
     seen = {(p.name, w.layout) for w, p in problems}
-    assert {(d, lay) for d in ("bf16", "tf32", "fp16", "fp32") for lay in ("rr", "rc", "cr", "cc")} <= seen
+    assert {(d, lay) for d in ("bf16", "tf32", "fp16", "fp32", "tf32x3") for lay in ("rr", "rc", "cr", "cc")} <= seen
     bf16 = [w for w, p in problems if p.name == "bf16" and w.batch == 1]
     for dim in ("m", "n", "k"):
         assert {1, 65536} <= {getattr(w, dim) for w in bf16}
@@ -306,6 +306,7 @@ def test_sweep_covers_sizes_1_to_65536_every_layout_dtype_alignment_and_batch():
     assert all(tune_sweep.fits(w, p) for w, p in problems)
     for w, p in (("1000x3000x777 rr", "bf16"), ("256x256x524288 rr", "bf16"), ("2048x4096x8192 cr", "tf32")):
         assert any(x.name == w and q.name == p for x, q in problems)
+    assert tune_sweep.estimated_seconds(problems) > 0  # a rate for every precision swept
 
 
 def test_sweep_resumes_and_measures_again_only_where_a_new_kernel_can_run(monkeypatch, tmp_path):
