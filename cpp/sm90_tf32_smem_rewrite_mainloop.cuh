@@ -103,8 +103,6 @@ struct Sm90Tf32SmemRewriteMainloop
                                                     cute::make_shape(cute::size<0>(TileShape{}), cute::size<2>(TileShape{}), cute::Int<kSmallSlots>{})));
   using SmallLayoutB = decltype(cute::tile_to_shape(typename KMajor::SmemLayoutAtomB{},
                                                     cute::make_shape(cute::size<1>(TileShape{}), cute::size<2>(TileShape{}), cute::Int<kSmallSlots>{})));
-  static constexpr int kSmallBytes =
-      kTf32x3 ? int(sizeof(float)) * int(cute::cosize_v<SmallLayoutA> + cute::cosize_v<SmallLayoutB>) : 0;
 
   struct SplitTensorStorage : Base::TensorStorage {
     cute::array_aligned<cutlass::tfloat32_t, cute::cosize_v<SmallLayoutA>, 1024> small_A;

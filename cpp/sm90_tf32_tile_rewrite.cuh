@@ -70,10 +70,10 @@ struct TileRewrite {
   // (on the H100 the per-stage address arithmetic was about a third of the mainloop's instructions).
   template <class L>
   CUTE_HOST_DEVICE static constexpr uint32_t stage_bytes() {
-    return 4u * uint32_t(cute::get_nonswizzle_portion(L{})(0, 0, 1));
+    constexpr uint32_t bytes = 4u * uint32_t(cute::get_nonswizzle_portion(L{})(0, 0, 1));
+    static_assert(bytes % 1024 == 0, "stages must begin on a period of the 128-byte swizzle");
+    return bytes;
   }
-  static_assert(stage_bytes<LoadLayout>() % 1024 == 0 && stage_bytes<MmaLayout>() % 1024 == 0,
-                "stages must begin on a period of the 128-byte swizzle");
 
   // A thread's 16-byte vectors in stage 0: at[block][j].
   using Addresses = uint32_t[kPerThread][4];
@@ -83,7 +83,6 @@ struct TileRewrite {
   }
   template <class L = MmaLayout>
   CUTE_HOST_DEVICE static void store_addresses(uint32_t base, int thread, Addresses& at) {
-    static_assert(stage_bytes<L>() % 1024 == 0, "stages must begin on a period of the 128-byte swizzle");
     for (int i = 0; i < kPerThread; ++i)
       for (int j = 0; j < 4; ++j) at[i][j] = store_address<L>(base, thread + kThreads * i, j, 0);
   }

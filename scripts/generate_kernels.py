@@ -185,11 +185,12 @@ def all_kernels():
     # into tf32 big and small parts in shared memory, three products. The tensor cores' sums are added
     # to an fp32 one every k tile (promote=1): unpromoted they truncate (H100, transposed A, rand: 8.6e-5
     # against cuBLAS SGEMM's 6.0e-7); every 4 k tiles 1.0e-6, every 2 4.1e-7 at 1024x1024x4096 (SGEMM
-    # 2.2e-7), every tile 1.9e-7 at the same speed (1.43-1.56x SGEMM at 2048-8192). Two accumulators
-    # need 128x128 tiles; stream-K splits long K (the large-K workload: 1.5e-7 where the persistent
-    # kernel's one fp32 chain of 16384 adds gives 1.7e-6) and fills the SMs with few tiles.
+    # 2.2e-7), every tile 1.9e-7 at the same speed (now 1.83-1.93x SGEMM, notes/measurements.md). Two
+    # accumulators need 128x128 tiles; stream-K splits long K (the large-K workload: 1.5e-7 where the
+    # persistent kernel's one fp32 chain of 16384 adds gives 1.7e-6) and fills the SMs with few tiles.
     for la_lb, scheduler in itertools.product(LAYOUTS, ["persistent", "streamk"]):
-        kernels.append(Kernel("sm90", "tf32x3", la_lb[0], la_lb[1], (128, 128, 32), (1, 1), "coop", scheduler, promote=1))
+        kernels.append(Kernel("sm90", "tf32x3", la_lb[0], la_lb[1], (128, 128, 32), (1, 1), "coop", scheduler,
+                              promote=1))
     return kernels
 
 

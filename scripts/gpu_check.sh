@@ -7,9 +7,10 @@
 #   bash scripts/gpu_check.sh [pytest arguments]
 # It installs the carried wheels into /tmp/site (headers only are needed: --no-deps), builds the
 # extension with the machine's own torch, pybind11 and scikit-build-core (--no-build-isolation),
-# and runs the whole test suite. SKBUILD_CMAKE_DEFINE="PYCUTLASS_GEMM_KERNELS=<regex>" builds a subset
-# (";PYCUTLASS_GEMM_TUNING=ON" adds the tuning candidates). Set SKIP_TESTS=1 to only build, OUT to keep the build log and the
-# built wheel there (carry that wheel back in PREBUILT=dir to install it instead of building).
+# and runs the whole test suite. SKBUILD_CMAKE_DEFINE="PYCUTLASS_GEMM_KERNELS=<regex>" builds a
+# subset (";PYCUTLASS_GEMM_TUNING=ON" adds the tuning candidates). Set SKIP_TESTS=1 to only build,
+# OUT to keep the build log and the built wheel there (carry that wheel back in PREBUILT=dir to
+# install it instead of building).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 log=${OUT:-/tmp}/build.log
