@@ -44,6 +44,7 @@
 
 #include "cutlass_adapter.cuh"
 #include "gemm_problem.h"
+#include "sm90_ldg_mainloop.cuh"
 #include "sm90_tf32_smem_rewrite_mainloop.cuh"
 
 namespace pycutlass_gemm {
@@ -123,6 +124,19 @@ struct Mainloop<float, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape,
                 KernelTmaWarpSpecializedCooperativeTf32x3<kPromoteEvery>>
     : RewritingMainloop<LayoutA, LayoutB, kAlignment, TileShape, ClusterShape, kCarveout, true, kPromoteEvery> {};
 
+// 16-bit operands at any alignment (sm90_ldg_mainloop.cuh): CUTLASS's cp.async cooperative
+// mainloop, for 16-byte operands, with the producer's loads replaced.
+template <class Element, class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape,
+          int kCarveout>
+struct Mainloop<Element, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape,
+                cutlass::gemm::collective::StageCountAutoCarveout<kCarveout>, KernelLdgWarpSpecializedCooperative> {
+  static constexpr int kVector = 16 / int(sizeof(Element));
+  using CpAsync = typename Mainloop<Element, LayoutA, LayoutB, kVector, TileShape, ClusterShape,
+                                    cutlass::gemm::collective::StageCountAutoCarveout<kCarveout>,
+                                    cutlass::gemm::KernelCpAsyncWarpSpecializedCooperative>::type;
+  using type = Sm90LdgMainloop<CpAsync>;
+};
+
 template <class Schedule> struct IsTf32x3 : std::false_type {};
 template <int kPromoteEvery>
 struct IsTf32x3<KernelTmaWarpSpecializedCooperativeTf32x3<kPromoteEvery>> : std::true_type {};
@@ -169,7 +183,14 @@ class CutlassSm90Gemm : public GemmKernel {
 
   using ElementAccumulator = float;
   using ElementCompute = float;
-  static constexpr int kAlignment = 16 / int(sizeof(Element));  // TMA: 16 bytes
+  // Operands loaded with TMA (16-byte alignment), or by the producer's own loads at any alignment
+  // (KernelLdgWarpSpecializedCooperative: 16-bit operands that TMA cannot load).
+  static constexpr bool kLdg = std::is_same_v<MainloopSchedule_, KernelLdgWarpSpecializedCooperative>;
+  static constexpr int kAlignment = kLdg ? 1 : 16 / int(sizeof(Element));
+  static_assert(!kLdg || (sizeof(Element) == 2 && !kBias && !kTransposed),
+                "the any-alignment mainloop is for 16-bit operands, without bias row or D^T");
+  static_assert(!kLdg || std::is_same_v<EpilogueSchedule_, cutlass::epilogue::NoSmemWarpSpecialized>,
+                "D at any alignment: the epilogue stores from registers, element by element");
 
   // Epilogue: D = alpha * acc + beta * C, and with kBias + bias[n] for a bias row (a vector of n,
   // one value per output column, broadcast down the rows: F.linear's bias). CUTLASS's
@@ -258,12 +279,18 @@ class CutlassSm90Gemm : public GemmKernel {
     const bool beta = p.beta != 0.0;
     if (p.batch > 1) {
       // A runtime stride of 0 would reach cuTensorMapEncodeTiled as a zero global
-      // stride (cute only drops compile-time-0 modes); not verified, so refused.
-      if (p.a.batch_stride == 0 || p.b.batch_stride == 0 || (beta && p.c.batch_stride == 0))
+      // stride (cute only drops compile-time-0 modes); not verified, so refused. The LDG
+      // mainloop and its epilogue address the batch with plain offsets.
+      if (!kLdg && (p.a.batch_stride == 0 || p.b.batch_stride == 0 || (beta && p.c.batch_stride == 0)))
         return "batch_stride 0 (an operand broadcast over the batch) is not supported with TMA";
       if (p.d.batch_stride == 0) return "D needs a nonzero batch stride";
       if (p.a.batch_stride < 0 || p.b.batch_stride < 0 || (beta && p.c.batch_stride < 0) || p.d.batch_stride < 0)
-        return "negative batch strides are not supported with TMA";
+        return "negative batch strides are not supported";
+    }
+    if constexpr (kLdg) {  // the LDG mainloop addresses a tile's lines with int offsets
+      constexpr int64_t kMaxLd = int64_t(1) << 24;
+      if (p.a.ld(sm90_detail::layout_of<LayoutA_>()) > kMaxLd || p.b.ld(sm90_detail::layout_of<LayoutB_>()) > kMaxLd)
+        return "leading dimensions of A and B must be at most 2^24 elements";
     }
     // TMA needs the contiguous extent of every operand to be a multiple of 16 bytes.
     struct Extent { const char* what; int64_t extent; };
@@ -273,7 +300,7 @@ class CutlassSm90Gemm : public GemmKernel {
         {"D", p.n},
     };
     for (const Extent& e : extents)
-      if (e.extent % kAlignment != 0)
+      if (!kLdg && e.extent % kAlignment != 0)
         return std::string("needs the contiguous extent of ") + e.what + " (" + std::to_string(e.extent) +
                ") to be a multiple of " + std::to_string(kAlignment) + " elements (16 bytes, TMA)";
     return cutlass_adapter::can_implement<Gemm>(make_arguments(p));

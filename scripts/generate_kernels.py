@@ -31,6 +31,10 @@ SCHEDULE = {  # short name: (mainloop schedule, epilogue schedule, words)
     # memory between TMA and wgmma (cpp/sm90_tf32_smem_rewrite_mainloop.cuh)
     "cooptranspose": ("KernelTmaWarpSpecializedCooperativeSmemTranspose",
                       "cutlass::epilogue::TmaWarpSpecializedCooperative", "cooperative, smem transpose"),
+    # 16-bit operands at any alignment: the producer loads through registers (not TMA) and D is
+    # stored from registers element by element (cpp/sm90_ldg_mainloop.cuh)
+    "coopldg": ("KernelLdgWarpSpecializedCooperative", "cutlass::epilogue::NoSmemWarpSpecialized",
+                "cooperative, loads through registers, any alignment"),
 }
 SCHEDULER = {"persistent": "cutlass::gemm::PersistentScheduler", "streamk": "cutlass::gemm::StreamKScheduler"}
 # Auto dispatch: large-tile persistent first (it ranks itself at 80, below stream-K, on
@@ -38,6 +42,7 @@ SCHEDULER = {"persistent": "cutlass::gemm::PersistentScheduler", "streamk": "cut
 # kernels for 16-bit operands that TMA cannot load (unaligned), then SIMT fp32 (the fallback is 0).
 PRIORITY = {"persistent": 100, "streamk": 90, "splitk": 50}
 SM80_PRIORITY = 70
+LDG_PRIORITY = 65  # any alignment on wgmma (a tuning candidate): behind the SM80 kernels, which are faster
 
 
 @dataclass(frozen=True)
@@ -59,7 +64,9 @@ class Kernel:
 
     @property
     def priority(self):
-        return SM80_PRIORITY if self.family == "sm80" else PRIORITY[self.scheduler]
+        if self.family == "sm80":
+            return SM80_PRIORITY
+        return LDG_PRIORITY if self.schedule == "coopldg" else PRIORITY[self.scheduler]
 
     @property
     def transposed(self):
@@ -224,6 +231,12 @@ def tuning_kernels():
         sm80("bf16", "rr", (256, 128, 32), (64, 64, 32)),
         sm80("bf16", "rr", (128, 128, 32), (64, 32, 32)), sm80("bf16", "rr", (64, 128, 32), (32, 64, 32)),
         sm80("bf16", "rr", (128, 64, 32), (64, 32, 32)),
+    ] + [  # unaligned bf16 on wgmma: the producer warpgroup loads pairs of elements through registers
+        # (cpp/sm90_ldg_mainloop.cuh). Right (GPU suite cases, compute-sanitizer) but slower than the
+        # SM80 kernels on the H100 (1000x3000x777 rr 0.073 ms against 0.056; notes/measurements.md,
+        # session 12): one producer warpgroup at 168 registers keeps one stage in flight.
+        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 128, 64), (1, 1), "coopldg", "persistent")
+        for la_lb in LAYOUTS
     ] + [  # 4- and 8-byte aligned bf16: cp.async multistage (CUTLASS generator: GenerateSM80_TensorOp_16816)
         sm80("bf16", "rr", (128, 128, 32), (64, 64, 32), stages=4, alignment=2),
         sm80("bf16", "rr", (128, 128, 32), (64, 64, 32), stages=4, alignment=4),
