@@ -31,6 +31,7 @@ py::dict kernel_dict(const KernelInfo& i) {
   d["sm_max"] = i.sm_max;
   d["tile"] = i.tile;
   d["alignment"] = i.alignment;
+  d["output_alignment"] = i.output_alignment > 0 ? i.output_alignment : i.alignment;
   d["priority"] = i.priority;
   d["bias_row"] = i.takes_bias_row;
   return d;

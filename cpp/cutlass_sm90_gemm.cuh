@@ -45,6 +45,7 @@
 #include "cutlass_adapter.cuh"
 #include "gemm_problem.h"
 #include "sm90_ldg_mainloop.cuh"
+#include "sm90_staged_mainloop.cuh"
 #include "sm90_tf32_smem_rewrite_mainloop.cuh"
 
 namespace pycutlass_gemm {
@@ -137,6 +138,26 @@ struct Mainloop<Element, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape,
   using type = Sm90LdgMainloop<CpAsync>;
 };
 
+// 16-bit operands at any alignment, staged by cp.async and shifted by the consumers
+// (sm90_staged_mainloop.cuh): as many staging stages as shared memory holds beside the two wgmma
+// slots and the epilogue.
+template <class Element, class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape,
+          int kCarveout>
+struct Mainloop<Element, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape,
+                cutlass::gemm::collective::StageCountAutoCarveout<kCarveout>, KernelStagedWarpSpecializedCooperative> {
+  static constexpr int kVector = 16 / int(sizeof(Element));
+  using CpAsync = typename Mainloop<Element, LayoutA, LayoutB, kVector, TileShape, ClusterShape,
+                                    cutlass::gemm::collective::StageCountAutoCarveout<kCarveout>,
+                                    cutlass::gemm::KernelCpAsyncWarpSpecializedCooperative>::type;
+  template <int kStages> using With = Sm90StagedMainloop<CpAsync, kStages>;
+  static constexpr int kPerStage = With<4>::kSharedBytes - With<3>::kSharedBytes;
+  static constexpr int kFixed = With<3>::kSharedBytes - 3 * kPerStage;
+  static constexpr int kPipelineBytes = 64;  // two barriers a stage, with room
+  static constexpr int kStages = (cutlass::gemm::collective::detail::sm90_smem_capacity_bytes - kCarveout - kFixed) /
+                                 (kPerStage + kPipelineBytes);
+  using type = With<kStages>;
+};
+
 template <class Schedule> struct IsTf32x3 : std::false_type {};
 template <int kPromoteEvery>
 struct IsTf32x3<KernelTmaWarpSpecializedCooperativeTf32x3<kPromoteEvery>> : std::true_type {};
@@ -183,14 +204,21 @@ class CutlassSm90Gemm : public GemmKernel {
 
   using ElementAccumulator = float;
   using ElementCompute = float;
-  // Operands loaded with TMA (16-byte alignment), or by the producer's own loads at any alignment
-  // (KernelLdgWarpSpecializedCooperative: 16-bit operands that TMA cannot load).
-  static constexpr bool kLdg = std::is_same_v<MainloopSchedule_, KernelLdgWarpSpecializedCooperative>;
+  // Operands loaded with TMA (16-byte alignment), or at any alignment (16-bit operands that TMA
+  // cannot load): KernelLdgWarpSpecializedCooperative, KernelStagedWarpSpecializedCooperative.
+  static constexpr bool kLdg = std::is_same_v<MainloopSchedule_, KernelLdgWarpSpecializedCooperative> ||
+                               std::is_same_v<MainloopSchedule_, KernelStagedWarpSpecializedCooperative>;
   static constexpr int kAlignment = kLdg ? 1 : 16 / int(sizeof(Element));
   static_assert(!kLdg || (sizeof(Element) == 2 && !kBias && !kTransposed),
                 "the any-alignment mainloop is for 16-bit operands, without bias row or D^T");
-  static_assert(!kLdg || std::is_same_v<EpilogueSchedule_, cutlass::epilogue::NoSmemWarpSpecialized>,
-                "D at any alignment: the epilogue stores from registers, element by element");
+  // C and D at any alignment: CUTLASS's no-smem epilogue reads C and stores D from registers, element
+  // by element, with per-element predicates (ragged tiles, odd N, odd leading dimensions). With a
+  // TMA mainloop, for problems whose inputs TMA loads but whose output it cannot store (an odd N
+  // with B column-major: x @ W.T onto a vocabulary of 50257).
+  static constexpr bool kAnyOutput = std::is_same_v<EpilogueSchedule_, cutlass::epilogue::NoSmemWarpSpecialized>;
+  static constexpr int kOutputAlignment = kAnyOutput ? 1 : kAlignment;
+  static_assert(!kLdg || kAnyOutput, "the any-alignment mainloops store D from registers");
+  static_assert(!kAnyOutput || (!kBias && !kTransposed), "no bias row or D^T with the no-smem epilogue");
 
   // Epilogue: D = alpha * acc + beta * C, and with kBias + bias[n] for a bias row (a vector of n,
   // one value per output column, broadcast down the rows: F.linear's bias). CUTLASS's
@@ -209,8 +237,8 @@ class CutlassSm90Gemm : public GemmKernel {
   using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
       cutlass::epilogue::collective::EpilogueTileAuto, ElementAccumulator, ElementCompute,
-      Element, LayoutC, kAlignment,  // C
-      Element, LayoutD, kAlignment,  // D
+      Element, LayoutC, kOutputAlignment,  // C
+      Element, LayoutD, kOutputAlignment,  // D
       EpilogueSchedule_, FusionOp>::CollectiveOp;
 
   using CollectiveMainloop = typename sm90_detail::Mainloop<
@@ -243,7 +271,8 @@ class CutlassSm90Gemm : public GemmKernel {
               tile,
               kAlignment,
               priority,
-              kBias} {}
+              kBias,
+              kOutputAlignment} {}
 
   const KernelInfo& info() const override { return info_; }
 
@@ -292,17 +321,17 @@ class CutlassSm90Gemm : public GemmKernel {
       if (p.a.ld(sm90_detail::layout_of<LayoutA_>()) > kMaxLd || p.b.ld(sm90_detail::layout_of<LayoutB_>()) > kMaxLd)
         return "leading dimensions of A and B must be at most 2^24 elements";
     }
-    // TMA needs the contiguous extent of every operand to be a multiple of 16 bytes.
-    struct Extent { const char* what; int64_t extent; };
+    // TMA needs the contiguous extent of every operand it moves to be a multiple of 16 bytes.
+    struct Extent { const char* what; int64_t extent; int alignment; };
     const Extent extents[] = {
-        {"A", sm90_detail::contiguous_extent<LayoutA_>(p.m, p.k)},
-        {"B", sm90_detail::contiguous_extent<LayoutB_>(p.k, p.n)},
-        {"D", p.n},
+        {"A", sm90_detail::contiguous_extent<LayoutA_>(p.m, p.k), kAlignment},
+        {"B", sm90_detail::contiguous_extent<LayoutB_>(p.k, p.n), kAlignment},
+        {"D", p.n, kOutputAlignment},
     };
     for (const Extent& e : extents)
-      if (!kLdg && e.extent % kAlignment != 0)
+      if (e.extent % e.alignment != 0)
         return std::string("needs the contiguous extent of ") + e.what + " (" + std::to_string(e.extent) +
-               ") to be a multiple of " + std::to_string(kAlignment) + " elements (16 bytes, TMA)";
+               ") to be a multiple of " + std::to_string(e.alignment) + " elements (16 bytes, TMA)";
     return cutlass_adapter::can_implement<Gemm>(make_arguments(p));
   }
 

@@ -114,23 +114,24 @@ std::string check_common(const KernelInfo& info, const GemmProblem& p) {
   const bool bias_row = info.takes_bias_row && has_bias_row(p);
   if (!strided_ok && p.beta != 0.0 && !p.c.is(Layout::Row) && !bias_row)
     return info.takes_bias_row ? "needs a row-major C, or a bias row with beta 1" : "needs a row-major C";
-  if (info.alignment > 1) {
-    const int64_t bytes = static_cast<int64_t>(info.alignment) * dtype_size(p.dtype);
-    struct Named { const char* name; const MatrixRef* ref; Layout layout; };
-    const Named operands[] = {
-        {"A", &p.a, info.a_layout}, {"B", &p.b, info.b_layout}, {"C", &p.c, Layout::Row}, {"D", &p.d, Layout::Row}};
-    for (const Named& o : operands) {
-      if (o.ref == &p.c && p.beta == 0.0) continue;
-      if (!aligned(o.ref->ptr, bytes))
-        return std::string("needs ") + std::to_string(bytes) + "-byte aligned " + o.name + " pointer";
-      if (o.ref->ld(o.layout) % info.alignment != 0)
-        return std::string("needs the leading dimension of ") + o.name + " to be a multiple of " +
-               std::to_string(info.alignment) + " elements (" + std::to_string(bytes) + " bytes), it is " +
-               std::to_string(o.ref->ld(o.layout));
-      if (p.batch > 1 && o.ref->batch_stride % info.alignment != 0)
-        return std::string("needs the batch stride of ") + o.name + " to be a multiple of " +
-               std::to_string(info.alignment) + " elements";
-    }
+  const int output_alignment = info.output_alignment > 0 ? info.output_alignment : info.alignment;
+  struct Named { const char* name; const MatrixRef* ref; Layout layout; int alignment; };
+  const Named operands[] = {{"A", &p.a, info.a_layout, info.alignment},
+                            {"B", &p.b, info.b_layout, info.alignment},
+                            {"C", &p.c, Layout::Row, output_alignment},
+                            {"D", &p.d, Layout::Row, output_alignment}};
+  for (const Named& o : operands) {
+    if (o.alignment <= 1 || (o.ref == &p.c && p.beta == 0.0)) continue;
+    const int64_t bytes = static_cast<int64_t>(o.alignment) * dtype_size(p.dtype);
+    if (!aligned(o.ref->ptr, bytes))
+      return std::string("needs ") + std::to_string(bytes) + "-byte aligned " + o.name + " pointer";
+    if (o.ref->ld(o.layout) % o.alignment != 0)
+      return std::string("needs the leading dimension of ") + o.name + " to be a multiple of " +
+             std::to_string(o.alignment) + " elements (" + std::to_string(bytes) + " bytes), it is " +
+             std::to_string(o.ref->ld(o.layout));
+    if (p.batch > 1 && o.ref->batch_stride % o.alignment != 0)
+      return std::string("needs the batch stride of ") + o.name + " to be a multiple of " +
+             std::to_string(o.alignment) + " elements";
   }
   return "";
 }

@@ -79,6 +79,7 @@ struct KernelInfo {
   int alignment;         // elements: leading dimensions and pointers must be multiples (1: none)
   int priority;          // auto dispatch prefers larger among kernels that can implement a problem
   bool takes_bias_row = false;  // also takes C as a bias row (see has_bias_row), in its epilogue
+  int output_alignment = 0;      // elements, for C and D when not `alignment` (0: the same)
 };
 
 class GemmKernel {

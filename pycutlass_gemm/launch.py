@@ -43,8 +43,9 @@ def launchable(*tensors) -> bool:
 
 def kernels() -> list[dict]:
     """Every registered kernel: name, family, dtype, math, layout_a/layout_b ("row", "col" or "any"),
-    sm_min/sm_max, tile, alignment (elements), priority (auto prefers larger) and bias_row (its
-    epilogue also adds a bias row: F.linear's bias, c of shape (n,) with beta 1)."""
+    sm_min/sm_max, tile, alignment (elements, of A and B; output_alignment: of C and D), priority
+    (auto prefers larger) and bias_row (its epilogue also adds a bias row: F.linear's bias, c of
+    shape (n,) with beta 1)."""
     return _C.kernels()
 
 

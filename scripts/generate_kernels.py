@@ -35,6 +35,10 @@ SCHEDULE = {  # short name: (mainloop schedule, epilogue schedule, words)
     # stored from registers element by element (cpp/sm90_ldg_mainloop.cuh)
     "coopldg": ("KernelLdgWarpSpecializedCooperative", "cutlass::epilogue::NoSmemWarpSpecialized",
                 "cooperative, loads through registers, any alignment"),
+    # the same, the producer copying each line's words with cp.async into a staging buffer and the
+    # consumers shifting them into wgmma's layout (cpp/sm90_staged_mainloop.cuh)
+    "coopstaged": ("KernelStagedWarpSpecializedCooperative", "cutlass::epilogue::NoSmemWarpSpecialized",
+                   "cooperative, cp.async words staged and shifted on chip, any alignment"),
 }
 SCHEDULER = {"persistent": "cutlass::gemm::PersistentScheduler", "streamk": "cutlass::gemm::StreamKScheduler"}
 # Auto dispatch: large-tile persistent first (it ranks itself at 80, below stream-K, on
@@ -43,6 +47,7 @@ SCHEDULER = {"persistent": "cutlass::gemm::PersistentScheduler", "streamk": "cut
 PRIORITY = {"persistent": 100, "streamk": 90, "splitk": 50}
 SM80_PRIORITY = 70
 LDG_PRIORITY = 65  # any alignment on wgmma (a tuning candidate): behind the SM80 kernels, which are faster
+ANY_OUTPUT_PRIORITY = 75  # TMA inputs, D at any alignment: behind the TMA kernels, ahead of the SM80 ones
 
 
 @dataclass(frozen=True)
@@ -61,12 +66,15 @@ class Kernel:
     bias: bool = False              # sm90 only: the epilogue also adds a bias row (F.linear)
     swap_ab: bool = False           # sm90 only: run as D^T = B^T A^T (small M on the narrow tile N)
     promote: int = 0                # tf32x3 only: add the tensor cores' sums to an fp32 one every N k tiles
+    any_output: bool = False        # sm90 only: C and D at any alignment (no-smem epilogue), A and B by TMA
 
     @property
     def priority(self):
         if self.family == "sm80":
             return SM80_PRIORITY
-        return LDG_PRIORITY if self.schedule == "coopldg" else PRIORITY[self.scheduler]
+        if self.schedule in ("coopldg", "coopstaged"):
+            return LDG_PRIORITY
+        return ANY_OUTPUT_PRIORITY if self.any_output else PRIORITY[self.scheduler]
 
     @property
     def transposed(self):
@@ -91,8 +99,9 @@ class Kernel:
         bias = "_bias" if self.bias else ""
         swap = "_swapab" if self.swap_ab else ""
         promote = f"_p{self.promote}" if self.promote else ""
+        out = "_anyout" if self.any_output else ""
         return (f"sm90_{self.dtype}_{self.layout_a}{self.layout_b}_{t}_c{c}_{self.schedule}_{self.scheduler}"
-                f"{swap}{bias}{promote}")
+                f"{swap}{bias}{promote}{out}")
 
     @property
     def filename(self):
@@ -114,7 +123,9 @@ class Kernel:
         if self.dtype == "tf32x3":
             words += " tf32x3 (big and small tf32 parts split in shared memory, three products)"
             words += f", fp32 sums every {self.promote} k tiles" if self.promote else ""
-        return words + (" (as D^T = B^T A^T)" if self.transposed else "") + (" + bias row" if self.bias else "")
+        words += " (as D^T = B^T A^T)" if self.transposed else ""
+        words += ", C and D at any alignment (stored from registers)" if self.any_output else ""
+        return words + (" + bias row" if self.bias else "")
 
     @property
     def kernel_type(self):
@@ -127,6 +138,8 @@ class Kernel:
                     f"    cutlass::gemm::GemmShape<{', '.join(map(str, self.tile))}>, "
                     f"cutlass::gemm::GemmShape<{', '.join(map(str, self.warp))}>, {self.stages}, {self.alignment}>")
         mainloop, epilogue, _ = SCHEDULE[self.schedule]
+        if self.any_output:
+            epilogue = "cutlass::epilogue::NoSmemWarpSpecialized"
         if self.dtype == "tf32x3":  # the cooperative schedule with the tf32x3 mainloop
             assert self.schedule == "coop", "tf32x3 has a cooperative mainloop only"
             assert self.promote > 0, "tf32x3 sums in fp32 every `promote` k tiles (the tensor cores' sums truncate)"
@@ -177,6 +190,12 @@ def all_kernels():
     # every SM streams a share of W (CutlassSm90Gemm::priority takes it for m <= 32 only).
     for dtype in ["bf16", "f16"]:
         kernels.append(Kernel("sm90", dtype, "r", "c", (128, 32, 128), (1, 1), "coop", "streamk", swap_ab=True))
+    # bf16 / f16 with A and B 16-byte aligned and D not (an odd N with B column-major: x @ W.T onto a
+    # vocabulary of 50257; or an output view): TMA loads, the epilogue stores D from registers. Only
+    # B column-major: with B row-major an odd N leaves B unaligned too.
+    for dtype, la_lb in itertools.product(["bf16", "f16"], ["rc", "cc"]):
+        kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 256, 64), (2, 1), "coop", "persistent",
+                              any_output=True))
     # bf16 / f16 operands TMA cannot load (pointers, leading dimensions or rows not 16-byte
     # multiples): CUTLASS 2.x tensor op, element alignment, register-staged 2-stage mainloop
     # (cp.async cannot move 2 bytes). See cpp/cutlass_sm80_gemm.cuh for the choices.
@@ -235,8 +254,8 @@ def tuning_kernels():
         # (cpp/sm90_ldg_mainloop.cuh). Right (GPU suite cases, compute-sanitizer) but slower than the
         # SM80 kernels on the H100 (1000x3000x777 rr 0.073 ms against 0.056; notes/measurements.md,
         # session 12): one producer warpgroup at 168 registers keeps one stage in flight.
-        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 128, 64), (1, 1), "coopldg", "persistent")
-        for la_lb in LAYOUTS
+        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 128, 64), (1, 1), schedule, "persistent")
+        for la_lb in LAYOUTS for schedule in ("coopldg", "coopstaged")
     ] + [  # 4- and 8-byte aligned bf16: cp.async multistage (CUTLASS generator: GenerateSM80_TensorOp_16816)
         sm80("bf16", "rr", (128, 128, 32), (64, 64, 32), stages=4, alignment=2),
         sm80("bf16", "rr", (128, 128, 32), (64, 64, 32), stages=4, alignment=4),

@@ -16,17 +16,23 @@ EDGE_SHAPES = [(127, 259, 200), (1, 264, 136), (264, 1, 136), (8, 8, 65544), (20
 # element lies 1-7 elements past an aligned address, with odd leading dimensions, batched, and with
 # alpha, beta and C.
 UNALIGNED_SHAPES = [(1000, 3000, 777), (2048, 1001, 2048), (96, 50257, 264), (77, 1, 1001)]
+# Kernels whose output alone may be unaligned (A and B by TMA; output_alignment 1): odd N with B
+# column-major (x @ W.T onto a vocabulary), an odd leading dimension of D and C, their first element
+# 1-3 elements past an aligned address, beta. (Batched cases would need A's and B's batch strides
+# aligned; the edge shapes are not batched either.)
+UNALIGNED_OUTPUT_SHAPES = [(2048, 1001, 2048), (512, 50257, 1024), (127, 77, 264), (8, 1, 520)]
 
 
 def aligned_shape(kernel: dict, m: int, n: int, k: int) -> tuple[int, int, int]:
     """(m, n, k) with every extent that lies contiguously in memory for this kernel's layouts
     rounded up to its alignment: TMA kernels refuse a contiguous extent of a row that is not a
     multiple of 16 bytes (test_auto_dispatch checks that auto sends those to other kernels).
-    D is row-major, so N always counts."""
+    D is row-major, so N counts unless the kernel stores D at any alignment and B is column-major."""
     align = kernel["alignment"]
     up = lambda x: -(-x // align) * align
     a_row, b_row = kernel["layout_a"] == "row", kernel["layout_b"] == "row"
-    return (m if a_row else up(m), up(n), up(k) if a_row or not b_row else k)
+    n_up = up(n) if b_row or kernel["output_alignment"] > 1 else n
+    return (m if a_row else up(m), n_up, up(k) if a_row or not b_row else k)
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,7 @@ class Case:
     batch: int = 1     # > 1: 3-D operands, each batch stride one matrix plus an odd number of elements
     beta: float = 0.0  # nonzero: D = alpha * A @ B + beta * C with a row-major C of D's strides
     bias_row: bool = False  # C is a vector of n broadcast down the rows (F.linear's bias), beta 1
+    out_misalign: int = 0   # C and D (only) start this many elements (C: one more) past an aligned address
 
     @property
     def alpha(self) -> float:
@@ -57,25 +64,28 @@ class Case:
     def id(self) -> str:
         return (f"{self.kernel['name']}-{self.m}x{self.n}x{self.k}" + (f"-pad{self.pad}" if self.pad else "") +
                 (f"-offset{self.misalign}" if self.misalign else "") + (f"-batch{self.batch}" if self.batch > 1 else "") +
-                (f"-beta{self.beta:g}" if self.beta else "") + ("-bias" if self.bias_row else ""))
+                (f"-beta{self.beta:g}" if self.beta else "") + ("-bias" if self.bias_row else "") +
+                (f"-outoffset{self.out_misalign}" if self.out_misalign else ""))
 
     def operands(self, device="cuda"):
         """(a, b, c, out): fresh random inputs in the kernel's layouts (c: None unless beta), and a
         NaN-filled out, each leading dimension rounded up to the kernel's alignment and then `pad`
         longer, each first element `misalign` (+1, +2, +3) elements past an aligned address."""
-        align = self.kernel["alignment"]
-        def ld_pad(extent):
+        def ld_pad(extent, align):
             return (-extent) % align + self.pad
         la, lb = self.kernel["layout_a"], self.kernel["layout_b"]
-        mk = lambda rows, cols, layout, offset: operand(
-            rows, cols, layout, self.dtype, pad=ld_pad(cols if layout == "row" else rows),
-            misalign=self.misalign + offset if self.misalign else 0, batch=self.batch, device=device)
+        def mk(rows, cols, layout, offset, align=self.kernel["alignment"], misalign=self.misalign):
+            return operand(rows, cols, layout, self.dtype, pad=ld_pad(cols if layout == "row" else rows, align),
+                           misalign=misalign + offset if misalign else 0, batch=self.batch, device=device)
         a, b = mk(self.m, self.k, la, 0), mk(self.k, self.n, lb, 1)
+        # C and D: the kernel's output alignment, and out_misalign when set (A and B stay aligned).
+        out_align = self.kernel["output_alignment"]
+        out_misalign, c_offset, d_offset = (self.out_misalign, 1, 0) if self.out_misalign else (self.misalign, 2, 3)
         if self.bias_row:
             c = torch.randn(self.n, device=device, dtype=torch.float32).to(self.dtype)
         else:
-            c = mk(self.m, self.n, "row", 2) if self.beta else None
-        out = mk(self.m, self.n, "row", 3)
+            c = mk(self.m, self.n, "row", c_offset, out_align, out_misalign) if self.beta else None
+        out = mk(self.m, self.n, "row", d_offset, out_align, out_misalign)
         if device != "meta":
             out.fill_(float("nan"))
         return a, b, c, out
@@ -119,6 +129,11 @@ def cases() -> list[Case]:
             out.append(Case(kern, 67, 45, 129, 3, misalign=1, batch=3))
             out.append(Case(kern, 129, 67, 71, 1, misalign=3, beta=-1.5))
             out.append(Case(kern, 65, 133, 31, 5, misalign=5, batch=2, beta=0.5))
+        if kern["output_alignment"] == 1 and kern["alignment"] > 1:
+            # A and B as TMA needs them (pad 8 keeps their leading dimensions aligned); D's is odd.
+            out += [Case(kern, *aligned_shape(kern, m, n, k), 0) for m, n, k in UNALIGNED_OUTPUT_SHAPES]
+            out += [Case(kern, *aligned_shape(kern, 131, 77 + 2 * o, 136), 8, out_misalign=o) for o in (1, 2, 3)]
+            out.append(Case(kern, *aligned_shape(kern, 129, 67, 72), 8, beta=-1.5, out_misalign=1))
         if kern["bias_row"]:  # F.linear: x @ W.T + b at a transformer projection's shape, and ragged
             out += [Case(kern, 4096, 1024, 1024, 0, beta=1.0, bias_row=True),
                     Case(kern, *aligned_shape(kern, 127, 259, 200), 0, beta=1.0, bias_row=True)]

@@ -47,10 +47,11 @@ def test_kernel_matches_float64_and_fallback(case):
 
 # (m, n, k, layout of A, layout of B): the workloads, then shapes whose rows are not 16-byte
 # multiples (TMA kernels refuse them; auto must pass them on: for 16-bit types to the alignment-1
-# cutlass_sm80 kernels), the shapes of tracker issue 10, and a single output column.
+# cutlass_sm80 kernels, or with only D unaligned to the TMA kernels that store D from registers),
+# the shapes of tracker issue 10, and a single output column.
 AUTO_SHAPES = [w for w in WORKLOADS.values()] + [
     (127, 259, 200, "col", "row"), (1000, 3000, 777, "row", "row"), (2048, 1001, 2048, "row", "row"),
-    (96, 1, 4096, "row", "row")]
+    (2048, 1001, 2048, "row", "col"), (96, 1, 4096, "row", "row")]
 PRECISIONS = [(torch.float32, "ieee"), (torch.float32, "tf32"), (torch.float32, "tf32x3"), (torch.bfloat16, "ieee"),
               (torch.float16, "ieee")]
 

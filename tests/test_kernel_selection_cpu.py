@@ -104,6 +104,10 @@ def test_unaligned_operands_are_their_own_class():
     assert heuristics.problem_class(a, b) == "bfloat16 ieee row row unaligned"
     x = torch.empty(64, 64, device="meta", dtype=torch.float32)
     assert heuristics.problem_class(x, x, "tf32") == "float32 tf32 row row aligned"
+    # x @ W.T onto a vocabulary: A and B aligned, the output's rows are 50257 long.
+    w = torch.empty(50257, 1024, device="meta", dtype=torch.bfloat16)
+    h = torch.empty(8, 1024, device="meta", dtype=torch.bfloat16)
+    assert heuristics.problem_class(h, w.T) == "bfloat16 ieee row col unaligned-output"
     assert heuristics.problem_class(x, x, "ieee") == "float32 ieee row row aligned"
 
 
