@@ -125,17 +125,21 @@ struct Mainloop<float, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape,
                 KernelTmaWarpSpecializedCooperativeTf32x3<kPromoteEvery>>
     : RewritingMainloop<LayoutA, LayoutB, kAlignment, TileShape, ClusterShape, kCarveout, true, kPromoteEvery> {};
 
-// 16-bit operands at any alignment (sm90_ldg_mainloop.cuh): CUTLASS's cp.async cooperative
-// mainloop, for 16-byte operands, with the producer's loads replaced.
+// CUTLASS's cp.async cooperative mainloop for 16-byte aligned operands: the kernel, tiled MMA and
+// shared-memory atoms the any-alignment mainloops build on.
+template <class Element, class LayoutA, class LayoutB, class TileShape, class ClusterShape, int kCarveout>
+using CpAsyncMainloop =
+    typename Mainloop<Element, LayoutA, LayoutB, 16 / int(sizeof(Element)), TileShape, ClusterShape,
+                      cutlass::gemm::collective::StageCountAutoCarveout<kCarveout>,
+                      cutlass::gemm::KernelCpAsyncWarpSpecializedCooperative>::type;
+
+// 16-bit operands at any alignment (sm90_ldg_mainloop.cuh): the cp.async mainloop with the
+// producer's loads replaced.
 template <class Element, class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape,
           int kCarveout>
 struct Mainloop<Element, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape,
                 cutlass::gemm::collective::StageCountAutoCarveout<kCarveout>, KernelLdgWarpSpecializedCooperative> {
-  static constexpr int kVector = 16 / int(sizeof(Element));
-  using CpAsync = typename Mainloop<Element, LayoutA, LayoutB, kVector, TileShape, ClusterShape,
-                                    cutlass::gemm::collective::StageCountAutoCarveout<kCarveout>,
-                                    cutlass::gemm::KernelCpAsyncWarpSpecializedCooperative>::type;
-  using type = Sm90LdgMainloop<CpAsync>;
+  using type = Sm90LdgMainloop<CpAsyncMainloop<Element, LayoutA, LayoutB, TileShape, ClusterShape, kCarveout>>;
 };
 
 // 16-bit operands at any alignment, staged by cp.async and shifted by the consumers
@@ -145,10 +149,7 @@ template <class Element, class LayoutA, class LayoutB, int kAlignment, class Til
           int kCarveout>
 struct Mainloop<Element, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape,
                 cutlass::gemm::collective::StageCountAutoCarveout<kCarveout>, KernelStagedWarpSpecializedCooperative> {
-  static constexpr int kVector = 16 / int(sizeof(Element));
-  using CpAsync = typename Mainloop<Element, LayoutA, LayoutB, kVector, TileShape, ClusterShape,
-                                    cutlass::gemm::collective::StageCountAutoCarveout<kCarveout>,
-                                    cutlass::gemm::KernelCpAsyncWarpSpecializedCooperative>::type;
+  using CpAsync = CpAsyncMainloop<Element, LayoutA, LayoutB, TileShape, ClusterShape, kCarveout>;
   template <int kStages> using With = Sm90StagedMainloop<CpAsync, kStages>;
   static constexpr int kPerStage = With<4>::kSharedBytes - With<3>::kSharedBytes;
   static constexpr int kFixed = With<3>::kSharedBytes - 3 * kPerStage;
@@ -206,10 +207,10 @@ class CutlassSm90Gemm : public GemmKernel {
   using ElementCompute = float;
   // Operands loaded with TMA (16-byte alignment), or at any alignment (16-bit operands that TMA
   // cannot load): KernelLdgWarpSpecializedCooperative, KernelStagedWarpSpecializedCooperative.
-  static constexpr bool kLdg = std::is_same_v<MainloopSchedule_, KernelLdgWarpSpecializedCooperative> ||
+  static constexpr bool kUnalignedInputs = std::is_same_v<MainloopSchedule_, KernelLdgWarpSpecializedCooperative> ||
                                std::is_same_v<MainloopSchedule_, KernelStagedWarpSpecializedCooperative>;
-  static constexpr int kAlignment = kLdg ? 1 : 16 / int(sizeof(Element));
-  static_assert(!kLdg || (sizeof(Element) == 2 && !kBias && !kTransposed),
+  static constexpr int kAlignment = kUnalignedInputs ? 1 : 16 / int(sizeof(Element));
+  static_assert(!kUnalignedInputs || (sizeof(Element) == 2 && !kBias && !kTransposed),
                 "the any-alignment mainloop is for 16-bit operands, without bias row or D^T");
   // C and D at any alignment: CUTLASS's no-smem epilogue reads C and stores D from registers, element
   // by element, with per-element predicates (ragged tiles, odd N, odd leading dimensions). With a
@@ -217,7 +218,7 @@ class CutlassSm90Gemm : public GemmKernel {
   // with B column-major: x @ W.T onto a vocabulary of 50257).
   static constexpr bool kAnyOutput = std::is_same_v<EpilogueSchedule_, cutlass::epilogue::NoSmemWarpSpecialized>;
   static constexpr int kOutputAlignment = kAnyOutput ? 1 : kAlignment;
-  static_assert(!kLdg || kAnyOutput, "the any-alignment mainloops store D from registers");
+  static_assert(!kUnalignedInputs || kAnyOutput, "the any-alignment mainloops store D from registers");
   static_assert(!kAnyOutput || (!kBias && !kTransposed), "no bias row or D^T with the no-smem epilogue");
 
   // Epilogue: D = alpha * acc + beta * C, and with kBias + bias[n] for a bias row (a vector of n,
@@ -308,15 +309,15 @@ class CutlassSm90Gemm : public GemmKernel {
     const bool beta = p.beta != 0.0;
     if (p.batch > 1) {
       // A runtime stride of 0 would reach cuTensorMapEncodeTiled as a zero global
-      // stride (cute only drops compile-time-0 modes); not verified, so refused. The LDG
-      // mainloop and its epilogue address the batch with plain offsets.
-      if (!kLdg && (p.a.batch_stride == 0 || p.b.batch_stride == 0 || (beta && p.c.batch_stride == 0)))
+      // stride (cute only drops compile-time-0 modes); not verified, so refused. The
+      // any-alignment mainloops and their epilogue address the batch with plain offsets.
+      if (!kUnalignedInputs && (p.a.batch_stride == 0 || p.b.batch_stride == 0 || (beta && p.c.batch_stride == 0)))
         return "batch_stride 0 (an operand broadcast over the batch) is not supported with TMA";
       if (p.d.batch_stride == 0) return "D needs a nonzero batch stride";
       if (p.a.batch_stride < 0 || p.b.batch_stride < 0 || (beta && p.c.batch_stride < 0) || p.d.batch_stride < 0)
         return "negative batch strides are not supported";
     }
-    if constexpr (kLdg) {  // the LDG mainloop addresses a tile's lines with int offsets
+    if constexpr (kUnalignedInputs) {  // the any-alignment mainloops address a tile's lines with int offsets
       constexpr int64_t kMaxLd = int64_t(1) << 24;
       if (p.a.ld(sm90_detail::layout_of<LayoutA_>()) > kMaxLd || p.b.ld(sm90_detail::layout_of<LayoutB_>()) > kMaxLd)
         return "leading dimensions of A and B must be at most 2^24 elements";

@@ -10,14 +10,19 @@
 // (warp-specialized, persistent, wgmma from shared memory) and changes only how a tile arrives.
 //
 // How a stage is loaded: each producer warp takes lines of the tile (rows of a K-major operand,
-// k-rows of an MN-major one), 64 contiguous elements a warp at a time, two per lane. A lane loads
-// its pair with one 4-byte load when the pair is 4-byte aligned (a line's parity is the same for
-// every lane, so warps do not diverge) and with two 2-byte loads otherwise; elements outside the
-// problem read as zero (ragged M, N and K, the k tile beyond K). All of a stage's loads are issued
-// before the stage is acquired and before any store, so one global latency covers the stage. The
-// pairs are stored with 4-byte shared stores through CUTLASS's swizzled layouts (a line's 64
-// elements are 128 contiguous bytes there: no bank conflicts), then fence.proxy.async makes them
-// visible to wgmma (which reads through the async proxy) before the stage's barrier is released.
+// k-rows of an MN-major one), 64 contiguous elements a warp at a time, two a lane. When the line
+// starts on a 4-byte boundary a lane's pair is one word; when it starts 2 bytes past one, every
+// pair straddles two words, and the lane takes its second element from the word its right
+// neighbour loaded (a shuffle; see TileLoad). Loads are predicated (elements outside the problem
+// read as zero: ragged M, N and K), all of a stage's are issued before the stage is acquired and
+// before any store, so one global latency covers the stage. The pairs are stored with 4-byte
+// shared stores through CUTLASS's swizzled layouts (a line's 64 elements are 128 contiguous bytes
+// there: no bank conflicts), then fence.proxy.async makes them visible to wgmma (which reads
+// through the async proxy) before the stage's barrier is released.
+//
+// Measured on the H100 (notes/measurements.md, session 12): right, but slower than the SM80
+// kernels: ~20 producer instructions a pair, one stage in flight at the kernel's 168 registers.
+// sm90_staged_mainloop.cuh moves the shift to the consumers.
 //
 // Everything else is CUTLASS's cp.async warp-specialized cooperative mainloop
 // (MainloopSm90CpAsyncGmmaWarpSpecialized: tiled MMA, shared layouts, pipeline, mma()) as its
@@ -31,6 +36,7 @@
 #include "cutlass/arch/barrier.h"
 #include "cutlass/gemm/collective/collective_builder.hpp"
 #include "cutlass/gemm/dispatch_policy.hpp"
+#include "sm90_unaligned_mainloop_base.cuh"
 
 namespace pycutlass_gemm {
 
@@ -176,47 +182,20 @@ struct TileLoad {
 
 // Base: the CollectiveMma CUTLASS's builder makes for KernelCpAsyncWarpSpecializedCooperative with
 // the same element, layouts, tile and stage count (16-byte alignment; only its types and mma() are
-// used). Replaces load() and can_implement().
+// used). Replaces load().
 template <class Base>
-struct Sm90LdgMainloop : Base {
+struct Sm90LdgMainloop : Sm90UnalignedMainloopBase<Base> {
+  using Common = Sm90UnalignedMainloopBase<Base>;
   using typename Base::MainloopPipeline;
   using typename Base::PipelineState;
   using typename Base::TensorStorage;
   using typename Base::SmemLayoutA;
   using typename Base::SmemLayoutB;
-  using Element = typename Base::ElementA;
-  using TileShape = typename Base::TileShape;
-  static_assert(cute::is_same_v<Element, typename Base::ElementB>, "one element type for A and B");
-  static_assert(cute::is_base_of_v<cutlass::gemm::KernelCpAsyncWarpSpecializedCooperative,
-                                   typename Base::DispatchPolicy::Schedule>,
-                "GemmUniversal's cp.async cooperative kernel: one producer warpgroup");
-  static_assert(cute::size(typename Base::GmemTiledCopyA{}) == 32 * ldg_detail::kProducerWarps,
-                "the producer is one warpgroup");
-
-  static constexpr int kTileM = cute::size<0>(TileShape{});
-  static constexpr int kTileN = cute::size<1>(TileShape{});
-  static constexpr int kTileK = cute::size<2>(TileShape{});
-
-  // A stride is (row, k, batch) with one of the first two static 1: K-major when k's is.
-  template <class Stride>
-  static constexpr bool is_k_major() {
-    return cute::is_static<cute::remove_cvref_t<decltype(cute::get<1>(Stride{}))>>::value;
-  }
-  static constexpr bool kKMajorA = is_k_major<typename Base::StrideA>();
-  static constexpr bool kKMajorB = is_k_major<typename Base::StrideB>();
-  using LoadA = ldg_detail::TileLoad<Element, kTileM, kTileK, kKMajorA>;
-  using LoadB = ldg_detail::TileLoad<Element, kTileN, kTileK, kKMajorB>;
-
-  // Any alignment of 16-bit elements; the extents must fit the int offsets of a tile.
-  template <class ProblemShape>
-  static bool can_implement(ProblemShape const&, typename Base::Arguments const&) {
-    return true;
-  }
-
-  template <class Tensor3>
-  CUTLASS_DEVICE static int64_t leading_dimension(Tensor3 const& g, bool k_major) {
-    return k_major ? int64_t(cute::stride<0>(g)) : int64_t(cute::stride<1>(g));
-  }
+  using Element = typename Common::Element;
+  static constexpr int kTileK = Common::kTileK;
+  static constexpr bool kKMajorA = Common::kKMajorA, kKMajorB = Common::kKMajorB;
+  using LoadA = ldg_detail::TileLoad<Element, Common::kTileM, kTileK, kKMajorA>;
+  using LoadB = ldg_detail::TileLoad<Element, Common::kTileN, kTileK, kKMajorB>;
 
   // Producer: gA (BLK_M, BLK_K, k) and gB (BLK_N, BLK_K, k) are the work tile's k tiles; residue_mnk
   // holds M and N left from the tile's first row and column, and K - BLK_K * (number of k tiles).
@@ -230,7 +209,7 @@ struct Sm90LdgMainloop : Base {
     const int warp = (thread_idx / 32) % ldg_detail::kProducerWarps, lane = thread_idx % 32;
     const int m_valid = int(get<0>(residue_mnk)), n_valid = int(get<1>(residue_mnk));
     const int k_extent = int(size<1>(gA) * size<2>(gA) + get<2>(residue_mnk));  // K
-    const int lda = int(leading_dimension(gA, kKMajorA)), ldb = int(leading_dimension(gB, kKMajorB));
+    const int lda = Common::leading_dimension(gA, kKMajorA), ldb = Common::leading_dimension(gB, kKMajorB);
 
     CUTLASS_PRAGMA_NO_UNROLL
     for (; k_tile_count > 0; --k_tile_count, ++k_tile_iter) {

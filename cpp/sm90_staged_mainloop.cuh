@@ -41,6 +41,7 @@
 #include "cutlass/gemm/collective/collective_builder.hpp"
 #include "cutlass/gemm/dispatch_policy.hpp"
 #include "cutlass/pipeline/pipeline.hpp"
+#include "sm90_unaligned_mainloop_base.cuh"
 
 namespace pycutlass_gemm {
 
@@ -155,32 +156,19 @@ struct StagedOperand {
 
 // Base: see above. kStages: staging stages (Mainloop in cutlass_sm90_gemm.cuh fills shared memory).
 template <class Base, int kStages>
-struct Sm90StagedMainloop : Base {
-  using Element = typename Base::ElementA;
-  using TileShape = typename Base::TileShape;
+struct Sm90StagedMainloop : Sm90UnalignedMainloopBase<Base> {
+  using Common = Sm90UnalignedMainloopBase<Base>;
+  using Element = typename Common::Element;
   using TiledMma = typename Base::TiledMma;
-  static_assert(cute::is_same_v<Element, typename Base::ElementB>, "one element type for A and B");
-  static_assert(cute::is_base_of_v<cutlass::gemm::KernelCpAsyncWarpSpecializedCooperative,
-                                   typename Base::DispatchPolicy::Schedule>,
-                "GemmUniversal's cp.async cooperative kernel: one producer, two consumer warpgroups");
-  static_assert(cute::size(typename Base::GmemTiledCopyA{}) == 32 * staged_detail::kProducerWarps &&
-                    cute::size(TiledMma{}) == 32 * staged_detail::kConsumerWarps,
-                "one producer warpgroup, two consumer warpgroups");
+  static_assert(cute::size(TiledMma{}) == 32 * staged_detail::kConsumerWarps, "two consumer warpgroups");
   static_assert(kStages >= 3, "the producer arrives kStages - 2 stages behind its copies");
 
   using MainloopPipeline = cutlass::PipelineAsync<kStages>;
   using PipelineState = typename MainloopPipeline::PipelineState;
   using PipelineParams = typename MainloopPipeline::Params;
 
-  static constexpr int kTileM = cute::size<0>(TileShape{});
-  static constexpr int kTileN = cute::size<1>(TileShape{});
-  static constexpr int kTileK = cute::size<2>(TileShape{});
-  template <class Stride>
-  static constexpr bool is_k_major() {
-    return cute::is_static<cute::remove_cvref_t<decltype(cute::get<1>(Stride{}))>>::value;
-  }
-  static constexpr bool kKMajorA = is_k_major<typename Base::StrideA>();
-  static constexpr bool kKMajorB = is_k_major<typename Base::StrideB>();
+  static constexpr int kTileM = Common::kTileM, kTileN = Common::kTileN, kTileK = Common::kTileK;
+  static constexpr bool kKMajorA = Common::kKMajorA, kKMajorB = Common::kKMajorB;
   using OperandA = staged_detail::StagedOperand<Element, kTileM, kTileK, kKMajorA>;
   using OperandB = staged_detail::StagedOperand<Element, kTileN, kTileK, kKMajorB>;
 
@@ -204,17 +192,6 @@ struct Sm90StagedMainloop : Base {
   };
   static constexpr int kSharedBytes = int(sizeof(TensorStorage));
 
-  // Any alignment of 16-bit elements (the leading dimensions are checked by CutlassSm90Gemm).
-  template <class ProblemShape>
-  static bool can_implement(ProblemShape const&, typename Base::Arguments const&) {
-    return true;
-  }
-
-  template <class Tensor3>
-  CUTLASS_DEVICE static int leading_dimension(Tensor3 const& g, bool k_major) {
-    return int(k_major ? cute::stride<0>(g) : cute::stride<1>(g));
-  }
-
   // Producer: gA (BLK_M, BLK_K, k) and gB (BLK_N, BLK_K, k) are the work tile's k tiles; residue_mnk
   // holds M and N left from the tile's first row and column, and K - BLK_K * (number of k tiles).
   template <class TensorA, class TensorB, class KTileIterator, class ResidueMNK>
@@ -226,7 +203,7 @@ struct Sm90StagedMainloop : Base {
     const int warp = (thread_idx / 32) % staged_detail::kProducerWarps, lane = thread_idx % 32;
     const int m_valid = int(get<0>(residue_mnk)), n_valid = int(get<1>(residue_mnk));
     const int k_extent = int(size<1>(gA) * size<2>(gA) + get<2>(residue_mnk));  // K
-    const int lda = leading_dimension(gA, kKMajorA), ldb = leading_dimension(gB, kKMajorB);
+    const int lda = Common::leading_dimension(gA, kKMajorA), ldb = Common::leading_dimension(gB, kKMajorB);
     const uint32_t staging_a = cast_smem_ptr_to_uint(shared.staging_A.data());
     const uint32_t staging_b = cast_smem_ptr_to_uint(shared.staging_B.data());
     PipelineState arrive_state = smem_pipe_write;
