@@ -27,6 +27,10 @@
 // cp.async.mbarrier.arrive.noinc with the flags copied from a table in global memory, read stale
 // staging on the H100: 2.2e-2 vs float64, and hung; not understood yet.)
 //
+// Measured on the H100 (notes/measurements.md, session 12; a tuning candidate): 1.16-1.24x cuBLAS
+// where A's rows start on words (odd N), behind the SM80 kernels where they straddle (K = 777);
+// ncu: bound by instruction issue (~7200 warp instructions a 128x128x64 k tile), not by memory.
+//
 // GemmUniversal runs it as CUTLASS's cp.async warp-specialized cooperative kernel (one producer
 // warpgroup of 128 threads, two consumer warpgroups); Base is the CollectiveMma CUTLASS's builder
 // makes for that kernel with 16-byte alignment, of which the tiled MMA and shared-memory atoms are
