@@ -45,8 +45,8 @@ struct KernelLdgWarpSpecializedCooperative {};
 
 namespace ldg_detail {
 
-constexpr int kProducerWarps = 4;   // one warpgroup
-constexpr int kLineChunk = 64;      // contiguous elements a warp moves at a time: 2 a lane
+using unaligned_detail::kLineChunk;
+using unaligned_detail::kProducerWarps;
 
 // One operand's tile (kMN x kK: M x K of A or N x K of B), K-major or MN-major in global memory.
 //
@@ -168,8 +168,7 @@ struct TileLoad {
       const int c = along + 2 * lane;
       first[s] = cute::cast_smem_ptr_to_uint(&stage(kKMajor ? line : c, kKMajor ? c : line));
     }
-    const uint32_t atom = cute::cast_smem_ptr_to_uint(&stage(kKMajor ? 8 : 0, kKMajor ? 0 : 8)) -
-                          cute::cast_smem_ptr_to_uint(&stage(0, 0));
+    const uint32_t atom = unaligned_detail::eight_lines_bytes<kKMajor>(stage);
     CUTLASS_PRAGMA_UNROLL
     for (int s = 0; s < kSteps; ++s) {
       const uint32_t addr = first[s % kPeriod] + uint32_t(s / kPeriod) * atom;

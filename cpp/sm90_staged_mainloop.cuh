@@ -54,9 +54,9 @@ struct KernelStagedWarpSpecializedCooperative {};
 
 namespace staged_detail {
 
-constexpr int kProducerWarps = 4;   // one warpgroup
+using unaligned_detail::kLineChunk;  // elements a consumer warp moves at a time
+using unaligned_detail::kProducerWarps;
 constexpr int kConsumerWarps = 8;   // two warpgroups
-constexpr int kLineChunk = 64;      // elements a consumer warp moves at a time: 2 a lane
 
 // One operand's tile (kMN x kK: M x K of A or N x K of B), K-major or MN-major in global memory.
 // A line is a row of a K-major operand or a k-row of an MN-major one: kContiguous elements.
@@ -89,6 +89,10 @@ struct StagedOperand {
   CUTLASS_DEVICE static uint32_t straddles(const Element* tile, int ld, int line) {
     return (reinterpret_cast<uintptr_t>(tile + line * ld) >> 1) & 1;
   }
+  // The first of the words holding line `line`.
+  CUTLASS_DEVICE static const char* first_word(const Element* tile, int ld, int line) {
+    return reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(tile + line * ld) & ~uintptr_t(3));
+  }
 
   // Producer: copies the words holding each line of the tile (tile: its first element; ld: the
   // leading dimension in elements, 128 * ld fits an int) to the staging stage at shared address
@@ -100,9 +104,8 @@ struct StagedOperand {
     CUTLASS_PRAGMA_UNROLL
     for (int i = 0; i < kLinesPerProducerWarp; ++i) {
       const int line = warp + kProducerWarps * i;
-      const uintptr_t start = reinterpret_cast<uintptr_t>(tile + line * ld);
-      const int s = (start >> 1) & 1;
-      const char* words = reinterpret_cast<const char*>(start & ~uintptr_t(3));
+      const int s = straddles(tile, ld, line);
+      const char* words = first_word(tile, ld, line);
       const uint32_t row = staging + uint32_t(line * kRowWords * 4);
       CUTLASS_PRAGMA_UNROLL
       for (int it = 0; it < kMainWords / 32; ++it) {
@@ -113,12 +116,11 @@ struct StagedOperand {
     }
     if (lane < kLinesPerProducerWarp) {  // word kMainWords of line warp + 4 lane: element kContiguous - 1 if s
       const int line = warp + kProducerWarps * lane;
-      const uintptr_t start = reinterpret_cast<uintptr_t>(tile + line * ld);
-      const int s = (start >> 1) & 1;
+      const int s = straddles(tile, ld, line);
       const int e = kContiguous - s;  // the word's first element; with s = 0 none of the line's
       const int bytes = line < lines && s && e < along_valid ? 2 : 0;
-      copy_word(staging + uint32_t((line * kRowWords + kMainWords) * 4),
-                reinterpret_cast<const char*>(start & ~uintptr_t(3)) + 4 * kMainWords, bytes);
+      copy_word(staging + uint32_t((line * kRowWords + kMainWords) * 4), first_word(tile, ld, line) + 4 * kMainWords,
+                bytes);
     }
   }
 
@@ -142,8 +144,7 @@ struct StagedOperand {
       selector[s] = (straddle >> (line & 1)) & 1 ? 0x5432u : 0x3210u;
     }
     const uint32_t src_atom = 8 * kRowWords * 4;
-    const uint32_t dst_atom = cute::cast_smem_ptr_to_uint(&slot(kKMajor ? 8 : 0, kKMajor ? 0 : 8)) -
-                              cute::cast_smem_ptr_to_uint(&slot(0, 0));
+    const uint32_t dst_atom = unaligned_detail::eight_lines_bytes<kKMajor>(slot);
     CUTLASS_PRAGMA_UNROLL
     for (int s = 0; s < kSteps; ++s) {
       const uint32_t from = src[s % kPeriod] + uint32_t(s / kPeriod) * src_atom;

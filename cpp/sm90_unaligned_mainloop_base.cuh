@@ -8,6 +8,21 @@
 #include "cutlass/gemm/dispatch_policy.hpp"
 
 namespace pycutlass_gemm {
+namespace unaligned_detail {
+
+constexpr int kProducerWarps = 4;  // one warpgroup
+constexpr int kLineChunk = 64;     // contiguous elements a warp moves at a time: 2 a lane, 128 bytes
+
+// Shared-memory bytes between line l and line l + 8 of a tile in CUTLASS's 128-byte-swizzled layout
+// (`tile`: a (MN, K) tensor; lines are rows of a K-major tile, k-rows of an MN-major one): one
+// swizzle atom, the same for every l, so a warp's addresses are a few computed ones plus multiples.
+template <bool kKMajor, class SmemTile>
+CUTLASS_DEVICE uint32_t eight_lines_bytes(SmemTile&& tile) {
+  return cute::cast_smem_ptr_to_uint(&tile(kKMajor ? 8 : 0, kKMajor ? 0 : 8)) -
+         cute::cast_smem_ptr_to_uint(&tile(0, 0));
+}
+
+}  // namespace unaligned_detail
 
 template <class Base>
 struct Sm90UnalignedMainloopBase : Base {
@@ -17,7 +32,8 @@ struct Sm90UnalignedMainloopBase : Base {
   static_assert(cute::is_base_of_v<cutlass::gemm::KernelCpAsyncWarpSpecializedCooperative,
                                    typename Base::DispatchPolicy::Schedule>,
                 "GemmUniversal's cp.async cooperative kernel: one producer, two consumer warpgroups");
-  static_assert(cute::size(typename Base::GmemTiledCopyA{}) == 128, "the producer is one warpgroup");
+  static_assert(cute::size(typename Base::GmemTiledCopyA{}) == 32 * unaligned_detail::kProducerWarps,
+                "the producer is one warpgroup");
 
   static constexpr int kTileM = cute::size<0>(TileShape{});
   static constexpr int kTileN = cute::size<1>(TileShape{});

@@ -46,7 +46,8 @@ SCHEDULER = {"persistent": "cutlass::gemm::PersistentScheduler", "streamk": "cut
 # kernels for 16-bit operands that TMA cannot load (unaligned), then SIMT fp32 (the fallback is 0).
 PRIORITY = {"persistent": 100, "streamk": 90, "splitk": 50}
 SM80_PRIORITY = 70
-LDG_PRIORITY = 65  # any alignment on wgmma (a tuning candidate): behind the SM80 kernels, which are faster
+# 16-bit inputs at any alignment on wgmma (tuning candidates): behind the SM80 kernels, faster on most shapes
+UNALIGNED_INPUTS_PRIORITY = 65
 # TMA inputs, D at any alignment: behind the TMA kernels (persistent 100, or 80 with poor waves; stream-K
 # 90), ahead of the SM80 ones (70, their wide tile 75)
 ANY_OUTPUT_PRIORITY = 78
@@ -75,7 +76,7 @@ class Kernel:
         if self.family == "sm80":
             return SM80_PRIORITY
         if self.schedule in ("coopldg", "coopstaged"):
-            return LDG_PRIORITY
+            return UNALIGNED_INPUTS_PRIORITY
         return ANY_OUTPUT_PRIORITY if self.any_output else PRIORITY[self.scheduler]
 
     @property
@@ -252,10 +253,12 @@ def tuning_kernels():
         sm80("bf16", "rr", (256, 128, 32), (64, 64, 32)),
         sm80("bf16", "rr", (128, 128, 32), (64, 32, 32)), sm80("bf16", "rr", (64, 128, 32), (32, 64, 32)),
         sm80("bf16", "rr", (128, 64, 32), (64, 32, 32)),
-    ] + [  # unaligned bf16 on wgmma: the producer warpgroup loads pairs of elements through registers
-        # (cpp/sm90_ldg_mainloop.cuh). Right (GPU suite cases, compute-sanitizer) but slower than the
-        # SM80 kernels on the H100 (1000x3000x777 rr 0.073 ms against 0.056; notes/measurements.md,
-        # session 12): one producer warpgroup at 168 registers keeps one stage in flight.
+    ] + [  # unaligned bf16 inputs on wgmma, both right on the H100 (GPU suite cases, compute-sanitizer;
+        # notes/measurements.md, session 12). coopldg: the producer loads pairs through registers
+        # (cpp/sm90_ldg_mainloop.cuh), slower than SM80 everywhere (1000x3000x777 rr 0.073 ms against
+        # 0.056). coopstaged: cp.async words staged, shifted by the consumers
+        # (cpp/sm90_staged_mainloop.cuh), ahead of SM80 where A's rows start on words (2048x1001x2048 rr
+        # 0.072 against 0.078), behind where they straddle; joins all_kernels() after a sweep.
         Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 128, 64), (1, 1), schedule, "persistent")
         for la_lb in LAYOUTS for schedule in ("coopldg", "coopstaged")
     ] + [  # 4- and 8-byte aligned bf16: cp.async multistage (CUTLASS generator: GenerateSM80_TensorOp_16816)
