@@ -110,17 +110,22 @@ std::shared_ptr<const CachedPlan> tuned_plan(std::shared_ptr<const CachedPlan> p
   return plan_or_raise(p, variant);
 }
 
-// alpha * (a @ b) + beta * c into `out` (allocated here when None). With `torch_takes_fallback`,
-// a problem only the fallback kernel can run is not launched: None is returned and the caller
-// (pycutlass_gemm.enable()'s routing) hands it to torch.
-py::object gemm(py::handle a, py::handle b, py::handle c, py::handle out, double alpha, double beta,
-                const std::string& variant, int precision, bool deterministic, bool torch_takes_fallback) {
-  TorchCall call = read_call(a, b, c, out, alpha, beta, precision_of(precision), deterministic, Mode::Run);
+// alpha * (a @ b) + beta * c into `out` (allocated here when None), `a` and `b` read as `as`
+// says. With `torch_takes_fallback`, a problem only the fallback kernel can run is not launched:
+// None is returned and the caller (pycutlass_gemm.enable()'s routing) hands it to torch.
+py::object gemm_as(py::handle a, py::handle b, py::handle c, py::handle out, double alpha, double beta,
+                   const std::string& variant, int precision, bool deterministic, bool torch_takes_fallback,
+                   ReadAs as) {
+  TorchCall call = read_call(a, b, c, out, alpha, beta, precision_of(precision), deterministic, Mode::Run, 0, as);
   GemmProblem& p = call.problem;
   std::shared_ptr<const CachedPlan> plan;
   if (!is_empty(p) || variant != "auto") {
     plan = plan_or_raise(p, variant);  // pointers of D do not enter the plan: torch aligns to 256 bytes
-    plan = tuned_plan(std::move(plan), p, call.device, a, b, c, out, alpha, beta, precision, deterministic, variant);
+    if (!plan->untuned_key.empty()) {  // the tuner times the problem as given: the views themselves
+      py::object ta = as.transpose_a ? a.attr("mT") : py::reinterpret_borrow<py::object>(a);
+      py::object tb = as.transpose_b ? b.attr("mT") : py::reinterpret_borrow<py::object>(b);
+      plan = tuned_plan(std::move(plan), p, call.device, ta, tb, c, out, alpha, beta, precision, deterministic, variant);
+    }
     if (torch_takes_fallback && plan->kernel->info().family == "fallback") return py::none();
   }
   py::object result = out.is_none() ? new_output(call, a, !c.is_none()) : py::reinterpret_borrow<py::object>(out);
@@ -140,6 +145,27 @@ py::object gemm(py::handle a, py::handle b, py::handle c, py::handle out, double
     plan->kernel->run(p, workspace_ptr);
   }
   return result;
+}
+
+py::object gemm(py::handle a, py::handle b, py::handle c, py::handle out, double alpha, double beta,
+                const std::string& variant, int precision, bool deterministic, bool torch_takes_fallback) {
+  return gemm_as(a, b, c, out, alpha, beta, variant, precision, deterministic, torch_takes_fallback, {});
+}
+
+// The backward of out = alpha * a @ b for 2-D a and b, in one call and without transposed views:
+// grad_a = alpha * grad @ b^T and grad_b = alpha * a^T @ grad (None where not needed), each
+// column-major where its operand was (the caller says: the operand itself may not have been kept).
+py::tuple mm_grads(py::handle grad, py::handle a, py::handle b, bool need_a, bool need_b, bool a_column_major,
+                   bool b_column_major, double alpha, int precision, bool deterministic) {
+  const py::none none;
+  py::object grad_a = none, grad_b = none;
+  if (need_a)
+    grad_a = gemm_as(grad, b, none, none, alpha, 0.0, "auto", precision, deterministic, false,
+                     ReadAs{false, true, a_column_major});
+  if (need_b)
+    grad_b = gemm_as(a, grad, none, none, alpha, 0.0, "auto", precision, deterministic, false,
+                     ReadAs{true, false, b_column_major});
+  return py::make_tuple(grad_a, grad_b);
 }
 
 }  // namespace
@@ -162,6 +188,11 @@ PYBIND11_MODULE(_C, m) {
   m.def("gemm", &gemm, py::arg("a"), py::arg("b"), py::arg("c"), py::arg("out"), py::arg("alpha"), py::arg("beta"),
         py::arg("variant"), py::arg("precision"), py::arg("deterministic"), py::arg("torch_takes_fallback") = false,
         "Checks, plans (cached) and launches alpha * (a @ b) + beta * c; returns the output.");
+  m.def("mm_grads", &mm_grads, py::arg("grad"), py::arg("a"), py::arg("b"), py::arg("need_a"), py::arg("need_b"),
+        py::arg("a_column_major"), py::arg("b_column_major"), py::arg("alpha"), py::arg("precision"),
+        py::arg("deterministic"),
+        "(grad @ b.mT, a.mT @ grad) times alpha for 2-D a and b (None where not needed), each column-major "
+        "where its operand was: the backward of a 2-D product in one call.");
 
   m.def("check", [](py::handle a, py::handle b, py::handle c, py::handle out, double alpha, double beta,
                     const std::string& variant, int precision) {

@@ -15,7 +15,8 @@ namespace {
 // Never destroyed: launches may race interpreter shutdown, and torch outlives nothing of ours.
 struct TorchObjects {
   py::handle tensor_type, f32, f16, bf16, f64, u8, raw_stream;
-  py::handle shape, stride, dtype, is_cuda, is_meta, get_device, data_ptr, new_empty, device;  // attribute names
+  py::handle shape, stride, dtype, is_cuda, is_meta, get_device, data_ptr, new_empty, new_empty_strided,
+      device;  // attribute names
 };
 TorchObjects* torch_objects = nullptr;
 
@@ -85,6 +86,18 @@ Tensor read_tensor(py::handle obj, const char* what, int min_dim, int max_dim, b
   else out.meta = obj.attr(t.is_meta).cast<bool>();
   if (read_ptr && !out.meta) out.ptr = data_ptr(obj);
   return out;
+}
+
+// `t` as .mT would view it: its last two dimensions swapped.
+Tensor transposed(Tensor t) {
+  std::swap(t.size[t.dim - 2], t.size[t.dim - 1]);
+  std::swap(t.stride[t.dim - 2], t.stride[t.dim - 1]);
+  return t;
+}
+MatrixRef transposed(MatrixRef r) {
+  std::swap(r.rows, r.cols);
+  std::swap(r.row_stride, r.col_stride);
+  return r;
 }
 
 bool same_device(const Tensor& x, const Tensor& y) {
@@ -183,7 +196,7 @@ void bind_torch(py::handle tensor_type, py::handle float32, py::handle float16, 
                                    keep(uint8), keep(current_raw_stream),
                                    interned("shape"), interned("stride"), interned("dtype"), interned("is_cuda"),
                                    interned("is_meta"), interned("get_device"), interned("data_ptr"),
-                                   interned("new_empty"), interned("device")};
+                                   interned("new_empty"), interned("new_empty_strided"), interned("device")};
 }
 
 std::pair<int, int> device_props(int index) {
@@ -261,10 +274,12 @@ std::pair<py::object, void*> workspace_for(py::handle a, int device, uintptr_t s
 }
 
 TorchCall read_call(py::handle a_obj, py::handle b_obj, py::handle c_obj, py::handle out_obj, double alpha,
-                    double beta, Precision precision, bool deterministic, Mode mode, int arch) {
+                    double beta, Precision precision, bool deterministic, Mode mode, int arch, ReadAs as) {
   const bool read_ptr = mode != Mode::Trace;
-  const Tensor a = read_tensor(a_obj, "a", 2, 3, read_ptr, "2-D or 3-D");
-  const Tensor b = read_tensor(b_obj, "b", 2, 3, read_ptr, "2-D or 3-D");
+  Tensor a = read_tensor(a_obj, "a", 2, 3, read_ptr, "2-D or 3-D");
+  Tensor b = read_tensor(b_obj, "b", 2, 3, read_ptr, "2-D or 3-D");
+  if (as.transpose_a) a = transposed(a);
+  if (as.transpose_b) b = transposed(b);
   if (!a.dtype.is(b.dtype))
     throw py::type_error("a and b must have the same dtype, got " + str(a.dtype) + " and " + str(b.dtype));
   TorchCall call;
@@ -289,6 +304,15 @@ TorchCall read_call(py::handle a_obj, py::handle b_obj, py::handle c_obj, py::ha
   call.out_shape = batched ? std::vector<int64_t>{batch, p.m, p.n} : std::vector<int64_t>{p.m, p.n};
   p.a = matrix(a, batch);
   p.b = matrix(b, batch);
+  if (as.column_major_out) {
+    // Kernels write D row-major: a column-major D is computed as its row-major transpose,
+    // D^T = B^T A^T, into the memory new_output allocates column-major.
+    if (!c_obj.is_none() || !out_obj.is_none()) throw std::invalid_argument("ReadAs::column_major_out takes no c or out");
+    call.column_major_out = true;
+    std::swap(p.m, p.n);
+    p.a = transposed(matrix(b, batch));
+    p.b = transposed(matrix(a, batch));
+  }
   p.precision = p.dtype == DType::F32 ? precision : Precision::Ieee;
   p.alpha = alpha;
   // Without c and out, nothing holds a C to scale: beta is ignored (D is new memory). With out and
@@ -317,7 +341,7 @@ TorchCall read_call(py::handle a_obj, py::handle b_obj, py::handle c_obj, py::ha
     out = read_tensor(out_obj, "out", 2, 3, read_ptr, "2-D or 3-D");
     check_out(out, a, b, call.out_shape, elem);
     p.d = matrix(out, batch);
-  } else {  // what the caller allocates: row-major, 256-byte aligned by torch's allocator
+  } else {  // what new_output allocates: row-major, 256-byte aligned by torch's allocator
     p.d = MatrixRef{nullptr, p.m, p.n, p.n, 1, batch > 1 ? p.m * p.n : 0};
   }
   if (!c_obj.is_none()) {
@@ -335,10 +359,19 @@ TorchCall read_call(py::handle a_obj, py::handle b_obj, py::handle c_obj, py::ha
 }
 
 py::object new_output(TorchCall& call, py::handle a, bool has_c) {
-  py::tuple shape(call.out_shape.size());
-  for (size_t i = 0; i < call.out_shape.size(); ++i) shape[i] = call.out_shape[i];
-  py::object out = a.attr(torch_().new_empty)(shape);
   GemmProblem& p = call.problem;
+  const size_t dim = call.out_shape.size();
+  py::tuple shape(dim);
+  for (size_t i = 0; i < dim; ++i) shape[i] = call.out_shape[i];
+  py::object out;
+  if (call.column_major_out) {  // the memory of the row-major D^T the problem computes
+    py::tuple strides(dim);
+    if (dim == 3) strides[0] = p.m * p.n;
+    strides[dim - 2] = 1, strides[dim - 1] = call.out_shape[dim - 2];
+    out = a.attr(torch_().new_empty_strided)(shape, strides);
+  } else {
+    out = a.attr(torch_().new_empty)(shape);
+  }
   p.d.ptr = reinterpret_cast<const void*>(data_ptr(out));
   if (!has_c) p.c = p.d;
   return out;

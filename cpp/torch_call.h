@@ -26,19 +26,30 @@ void bind_torch(py::handle tensor_type, py::handle float32, py::handle float16, 
 
 enum class Mode { Run, Trace, Plan };
 
+// How the backward of a product reads its operands: one of them transposed (its last two
+// dimensions swapped, as .mT views it, without making the view: grad @ B^T and A^T @ grad), and
+// the output it allocates column-major (a gradient laid out like its operand, as torch's mm
+// backward lays it out, so AccumulateGrad keeps it without a copy).
+struct ReadAs {
+  bool transpose_a = false, transpose_b = false;
+  bool column_major_out = false;
+};
+
 struct TorchCall {
   GemmProblem problem;            // D not filled in when the call allocates it (out is None)
   std::vector<int64_t> out_shape;  // (m, n) or (batch, m, n)
   int device = -1;                 // CUDA device index of a and b (-1: not a CUDA tensor)
+  bool column_major_out = false;   // the problem is D^T = B^T A^T: out_shape is D's, m and n are D^T's
 };
 
 // Checks the arguments and describes the problem; raises TypeError / ValueError naming what is
 // wrong. `arch` (Plan mode, e.g. 90; 0: the device's own) plans tensors that are not on a GPU.
 TorchCall read_call(py::handle a, py::handle b, py::handle c, py::handle out, double alpha, double beta,
-                    Precision precision, bool deterministic, Mode mode, int arch = 0);
+                    Precision precision, bool deterministic, Mode mode, int arch = 0, ReadAs as = {});
 
-// The output of a call given none: a new row-major tensor from torch's allocator, through a's own
-// new_empty (its dtype and device); D (and C when the call has none) now point to it.
+// The output of a call given none: a new tensor from torch's allocator, through a's own new_empty
+// (its dtype and device), row-major or as read_call's ReadAs asked; D (and C when the call has
+// none) now point to it.
 py::object new_output(TorchCall& call, py::handle a, bool has_c);
 
 // (compute capability as 90, multiprocessor count) of CUDA device `index`, read once per device;

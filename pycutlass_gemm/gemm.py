@@ -5,7 +5,10 @@ dB = alpha * op(A)^T dD: ``.T`` views, so each is one more layout variant of the
 never a transposing copy.
 
 The path a call takes, cheapest first: no input needs a gradient -> ``launch`` (one C++ call);
-a gradient is needed -> a ``torch.autograd.Function`` around ``launch``; torch.compile is tracing,
+a gradient is needed -> a ``torch.autograd.Function`` around ``launch``, whose backward of a 2-D
+product is again one C++ call (``_C.mm_grads``: both products, no transposed views, each gradient
+laid out like its operand as torch's own mm backward does, so AccumulateGrad keeps it without
+the copy a row-major gradient of a ``w.T`` costs); torch.compile is tracing,
 or an input is a tensor subclass, or a dispatch mode is active -> the op
 ``torch.ops.pycutlass_gemm.gemm`` (library.py), whose fake implementation and autograd
 registration (below) torch.compile uses.
@@ -15,16 +18,25 @@ from __future__ import annotations
 
 import torch
 
-from .launch import launch, launchable
+from . import _C
+from .launch import launch, launchable, precision_code
 from .library import LIB, OP
 
 _is_compiling = torch.compiler.is_compiling
+
+
+def _column_major(t: torch.Tensor) -> bool:
+    """torch's mm backward test of a column-major operand (strides (1, rows)): its gradient is
+    then made column-major too."""
+    strides = t.stride()
+    return len(strides) == 2 and strides[0] == 1 and strides[1] == t.shape[0]
 
 
 def _setup_context(ctx, inputs, output):
     a, b, c, alpha, beta, variant, precision = inputs
     ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b if ctx.needs_input_grad[0] else None)
     ctx.a_shape, ctx.b_shape = a.shape, b.shape
+    ctx.a_column_major = ctx.b_column_major = False  # the eager Function's forward tells (torch.compile: no use)
     ctx.c_shape = None if c is None else c.shape
     ctx.alpha, ctx.beta, ctx.precision = alpha, beta, precision
 
@@ -41,15 +53,22 @@ def _sum_to(t: torch.Tensor, shape: torch.Size) -> torch.Tensor:
 
 def _backward(ctx, grad):
     a, b = ctx.saved_tensors
+    need_a, need_b = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
     grad_a = grad_b = grad_c = None
     precision = ctx.precision or None
     # Without create_graph, on plain tensors (not torch.compile's tracing of the backward), the
-    # gradients' own products need no autograd and no dispatch: launch them directly.
-    product = launch if not torch.is_grad_enabled() and launchable(grad) else gemm
-    if ctx.needs_input_grad[0]:
-        grad_a = _sum_to(product(grad, b.transpose(-1, -2), alpha=ctx.alpha, precision=precision), ctx.a_shape)
-    if ctx.needs_input_grad[1]:
-        grad_b = _sum_to(product(a.transpose(-1, -2), grad, alpha=ctx.alpha, precision=precision), ctx.b_shape)
+    # gradients' own products need no autograd and no dispatch: launch them directly, a 2-D
+    # product's two in one C++ call.
+    direct = not torch.is_grad_enabled() and launchable(grad, a, b)
+    if direct and len(ctx.a_shape) == 2 and len(ctx.b_shape) == 2:
+        grad_a, grad_b = _C.mm_grads(grad, a, b, need_a, need_b, ctx.a_column_major, ctx.b_column_major, ctx.alpha,
+                                     precision_code(grad, precision), torch.are_deterministic_algorithms_enabled())
+    else:
+        product = launch if direct else gemm
+        if need_a:
+            grad_a = _sum_to(product(grad, b.transpose(-1, -2), alpha=ctx.alpha, precision=precision), ctx.a_shape)
+        if need_b:
+            grad_b = _sum_to(product(a.transpose(-1, -2), grad, alpha=ctx.alpha, precision=precision), ctx.b_shape)
     if ctx.needs_input_grad[2]:
         grad_c = _sum_to(grad if ctx.beta == 1.0 else grad * ctx.beta, ctx.c_shape)
     return grad_a, grad_b, grad_c, None, None, None, None
@@ -65,11 +84,29 @@ class _GemmFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, a, b, c, alpha, beta, variant, precision):
-        out = launch(a, b, c, alpha=alpha, beta=beta, variant=variant, precision=precision or None)
+        out = _C.gemm(a, b, c, None, alpha, beta, variant, precision_code(a, precision or None),
+                      torch.are_deterministic_algorithms_enabled(), False)
         _setup_context(ctx, (a, b, c, alpha, beta, variant, precision), out)
+        ctx.a_column_major = ctx.needs_input_grad[0] and _column_major(a)
+        ctx.b_column_major = ctx.needs_input_grad[1] and _column_major(b)
         return out
 
     backward = staticmethod(_backward)
+
+
+# Function.apply's own Python (functorch checks, a pytree pass over the seven arguments) is about
+# a third of what an eager product's autograd costs on the host. With no functorch transform
+# active it ends in this C++ apply, after unwrapping dead functorch wrappers: what _apply does.
+_function_apply = super(torch.autograd.Function, _GemmFunction).apply
+_functorch_active = torch._C._are_functorch_transforms_active
+_unwrap_if_dead = torch._C._functorch.unwrap_if_dead
+
+
+def _apply(a, b, c, alpha: float, beta: float, variant: str, precision: str) -> torch.Tensor:
+    if _functorch_active():
+        return _GemmFunction.apply(a, b, c, alpha, beta, variant, precision)
+    return _function_apply(_unwrap_if_dead(a), _unwrap_if_dead(b), c if c is None else _unwrap_if_dead(c),
+                           alpha, beta, variant, precision)
 
 
 def gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None, *, alpha: float = 1.0,
@@ -105,7 +142,7 @@ def gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None, *, alp
         return OP(a, b, c, float(alpha), float(beta), variant, precision or "")
     if launchable(a, b, c):
         if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad or (c is not None and c.requires_grad)):
-            return _GemmFunction.apply(a, b, c, float(alpha), float(beta), variant, precision or "")
+            return _apply(a, b, c, float(alpha), float(beta), variant, precision or "")
         return launch(a, b, c, alpha=alpha, beta=beta, variant=variant, precision=precision)
     if not all(isinstance(t, torch.Tensor) for t in (a, b)) or not (c is None or isinstance(c, torch.Tensor)):
         return launch(a, b, c, alpha=alpha, beta=beta, variant=variant, precision=precision)  # raises TypeError

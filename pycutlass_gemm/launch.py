@@ -38,7 +38,10 @@ def launchable(*tensors) -> bool:
     """Whether a call on these tensors (None: absent) may go straight to the C++ launch: plain
     torch tensors, not subclasses (FakeTensor while torch.compile traces, functional tensors), and
     no dispatch mode active (it must see the call)."""
-    return all(t is None or type(t) in _PLAIN_TENSORS for t in tensors) and _dispatch_modes() == 0
+    for t in tensors:  # a loop, not all(...): this runs on every call
+        if t is not None and type(t) not in _PLAIN_TENSORS:
+            return False
+    return _dispatch_modes() == 0
 
 
 def kernels() -> list[dict]:

@@ -75,18 +75,39 @@ def test_gradcheck_float64():
 @pytest.mark.parametrize("dtype, precision", [(torch.float32, "ieee"), (torch.float32, "tf32x3"),
                                               (torch.bfloat16, "ieee")], ids=lambda x: str(x).replace("torch.", ""))
 @pytest.mark.parametrize("transpose", ["a", "b"])
-def test_gradients_match_torch(dtype, precision, transpose):
+@pytest.mark.parametrize("needs", ["both", "a", "b"])
+def test_gradients_match_torch(dtype, precision, transpose, needs):
+    """Values against float64, and layouts against torch's: a transposed operand's gradient is
+    made column-major, so the stored tensor's gradient is row-major, kept without a copy."""
     k, m, n = 512, 256, 384
-    a_store = torch.randn((k, m) if transpose == "a" else (m, k), device="cuda").to(dtype).requires_grad_()
-    b_store = torch.randn((k, n) if transpose == "a" else (n, k), device="cuda").to(dtype).requires_grad_()
+    a_store = torch.randn((k, m) if transpose == "a" else (m, k), device="cuda").to(dtype)
+    b_store = torch.randn((k, n) if transpose == "a" else (n, k), device="cuda").to(dtype)
     view = (lambda a, b: (a.T, b)) if transpose == "a" else (lambda a, b: (a, b.T))
     grad = torch.randn(m, n, device="cuda").to(dtype)
+    a64, b64 = a_store.double(), b_store.double()
+    for t in ((a_store, a64) if needs != "b" else ()) + ((b_store, b64) if needs != "a" else ()):
+        t.requires_grad_()
     pg.gemm(*view(a_store, b_store), precision=precision).backward(grad)
-    ours = a_store.grad, b_store.grad
-    a64, b64 = a_store.detach().double().requires_grad_(), b_store.detach().double().requires_grad_()
     torch.matmul(*view(a64, b64)).backward(grad.double())
-    for mine, ref in zip(ours, (a64.grad, b64.grad)):
-        assert rel(mine, ref) < tolerance(dtype, precision, max(m, n))
+    for mine, ref in zip((a_store.grad, b_store.grad), (a64.grad, b64.grad)):
+        assert (mine is None) == (ref is None)
+        if ref is not None:
+            assert rel(mine, ref) < tolerance(dtype, precision, max(m, n))
+            assert mine.stride() == ref.stride()
+
+
+def test_gradient_of_a_view_operand_is_laid_out_like_it():
+    """The gradient pg.gemm returns for an operand is column-major where the operand is (as
+    torch's mm backward makes it), row-major otherwise; values against float64."""
+    x = torch.randn(300, 200, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    w = torch.randn(200, 500, device="cuda", dtype=torch.bfloat16).T.contiguous().T.requires_grad_()  # col-major leaf
+    out = pg.gemm(x, w)
+    grad = torch.randn_like(out)
+    out.backward(grad)
+    assert w.grad.stride() == (1, 200) and x.grad.stride() == (200, 1)
+    x64, w64 = x.detach().double(), w.detach().double()
+    assert rel(w.grad, x64.T @ grad.double()) < tolerance(torch.bfloat16, "ieee", 300)
+    assert rel(x.grad, grad.double() @ w64.T) < tolerance(torch.bfloat16, "ieee", 500)
 
 
 def test_opcheck():
