@@ -427,6 +427,12 @@ class CutlassSm90Gemm : public GemmKernel {
       cudaGetDevice(&device);
       args.hw_info.device_id = device;
     }
+    // Swizzle: consecutive CTAs take blocks of up to 8 tiles across the raster's minor direction
+    // rather than one line of tiles, so a wave reads a squarer piece of A and B and more of it
+    // comes from L2. CUTLASS's default is 1 (no swizzle); it shrinks the block where the problem
+    // has few tiles. Measured on the H100 (bf16 128x256 persistent, x cuBLAS): 8192x14336x4096 rc
+    // 0.89x -> 0.97x, 8192^3 rr 1.01x -> 1.02x, 4096^3 and the backward shapes unchanged.
+    args.scheduler.max_swizzle_size = 8;
     if constexpr (kStreamK) {
       using Params = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90StreamKParams;
       // Heuristic: data-parallel when the tiles fill the SMs, split-K / stream-K otherwise
