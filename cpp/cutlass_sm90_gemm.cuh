@@ -290,15 +290,22 @@ class CutlassSm90Gemm : public GemmKernel {
   // narrow N tile for few rows of the user's M: first for m up to that width, last otherwise.
   static constexpr bool kSmallM = kTransposed && !std::is_same_v<Element, float>;
   static constexpr int kSmallMPriority = 110, kNotSmallMPriority = 40;
+  // A tile narrower than 128 (N 64: attention's head dimension, batches of narrow products) is for
+  // problems no wider than it, where a wider tile's wgmmas would multiply padding: first there
+  // (unless its tiles leave SMs idle, as for any persistent kernel), behind the others elsewhere.
+  static constexpr bool kNarrowN = !kTransposed && kTileN < 128;
+  static constexpr int kNarrowPriority = 105, kNotNarrowPriority = 60;
   int priority(const GemmProblem& p) const override {
     if constexpr (kSmallM) return p.m <= kTileN ? kSmallMPriority : kNotSmallMPriority;
     if (kBias && !has_bias_row(p)) return kWithoutBiasPriority;
-    if (kStreamK || p.sm_count <= 0) return info_.priority;
+    if (kNarrowN && p.n > kTileN) return kNotNarrowPriority;
+    const int base = kNarrowN ? kNarrowPriority : info_.priority;
+    if (kStreamK || p.sm_count <= 0) return base;
     const int64_t mp = kTransposed ? p.n : p.m, np = kTransposed ? p.m : p.n;
     const int64_t tiles = ((mp + kTileM - 1) / kTileM) * ((np + kTileN - 1) / kTileN) * p.batch;
     const int64_t waves = (tiles + p.sm_count - 1) / p.sm_count;
     const bool poor_waves = tiles < kPoorWaveEfficiency * static_cast<double>(waves * p.sm_count);
-    return poor_waves ? std::min(info_.priority, kPoorWavesPriority) : info_.priority;
+    return poor_waves ? std::min(base, kPoorWavesPriority) : base;
   }
 
   std::string can_implement(const GemmProblem& p) const override {

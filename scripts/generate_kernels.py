@@ -193,6 +193,13 @@ def all_kernels():
     # every SM streams a share of W (CutlassSm90Gemm::priority takes it for m <= 32 only).
     for dtype in ["bf16", "f16"]:
         kernels.append(Kernel("sm90", dtype, "r", "c", (128, 32, 128), (1, 1), "coop", "streamk", swap_ab=True))
+    # Batched products with N = 64 (attention's head dimension: P @ V and dS @ K are rr, dV = P^T dO
+    # and dK = dS^T Q are cr): a 128x64 tile, so no wgmma multiplies padding (CutlassSm90Gemm::priority
+    # takes it for n <= 64 only). H100, x cuBLAS: 32x(1024x64x1024) rr 1.00 against stream-K
+    # 128x128's 0.93, 32x(2048x64x2048) 1.01 / 0.95, 8x(4096x64x4096) 1.00 / 0.93, 64x(512x64x512)
+    # 0.97 / 0.83.
+    for dtype, la_lb in itertools.product(["bf16", "f16"], ["rr", "cr"]):
+        kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 64, 64), (1, 1), "coop", "persistent"))
     # bf16 / f16 with A and B 16-byte aligned and D not (an odd N with B column-major: x @ W.T onto a
     # vocabulary of 50257; or an output view): TMA loads, the epilogue stores D from registers. Only
     # B column-major: with B row-major an odd N leaves B unaligned too.
@@ -242,6 +249,14 @@ def tuning_kernels():
         # 2x1 0.02-0.08 behind everywhere
         Kernel("sm90", "bf16", la_lb[0], la_lb[1], (256, 128, 64), cluster, "coop", "persistent")
         for la_lb in ("rr", "rc") for cluster in ((1, 2), (2, 1))
+    ] + [  # bf16 batched products with a narrow side (issue 10), beside the registered 128x64 coop:
+        # H100, x cuBLAS, 32x(1024x64x1024) / 32x(2048x64x2048) / 8x(4096x64x4096) rr: pingpong
+        # 0.99 / 1.01 / 1.00 (coop 1.00 / 1.01 / 1.00); 128x128 coop persistent 0.95 / 0.96 / 0.94,
+        # at N = 128 0.99 (stream-K 128x128 0.97)
+        Kernel("sm90", "bf16", la_lb[0], la_lb[1], tile, (1, 1), schedule, "persistent")
+        for la_lb in ("rr", "rc") for tile, schedule in (((128, 64, 64), "pingpong"), ((128, 128, 64), "coop"))
+    ] + [  # bf16 128x64 coop for rc and cc (the package registers rr and cr)
+        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 64, 64), (1, 1), "coop", "persistent") for la_lb in ("rc", "cc")
     ] + [  # tf32 with A and B MN-major (transposed A): other shapes of the register-sourced path
         Kernel("sm90", "tf32", "c", "r", (128, 128, 32), (1, 1), "pingpong", "persistent"),
         Kernel("sm90", "tf32", "c", "r", (256, 128, 32), (2, 1), "coop", "persistent"),
