@@ -1,6 +1,6 @@
 // IEEE fp32 GEMM on CUDA cores: CUTLASS 2.x SIMT (OpClassSimt, Sm80 multistage cp.async
 // mainloop, alignment 1), behind the GemmKernel interface (cutlass_2x_gemm.cuh: the
-// GemmUniversal wrapper it shares with the SM80 tensor-op kernels: serial split-K, batches).
+// GemmUniversal wrapper it shares with the SM80 tensor-op kernels: split-K, batches).
 // It would run on sm_80 too, but the package's CUTLASS kernels are for Hopper (other GPUs run
 // the fallback, with one warning), so it is built for sm_90a beside the SM90 kernels.
 #pragma once
@@ -21,8 +21,9 @@ using Gemm = cutlass::gemm::device::GemmUniversal<
     cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<>, kStages,
     /*AlignmentA=*/1, /*AlignmentB=*/1, cutlass::arch::OpMultiplyAdd>;
 
-// Split below one tile per SM, slices of at least 256 of K (fp32 partial sums lose nothing).
-using Split = SplitK<256, 65535, 1>;
+// Split below one tile per SM, slices of at least 256 of K, added in parallel (fp32 partials in
+// the workspace, then one reduction pass: no chain of fix-ups).
+using Split = SplitK<256, 65535, 1, /*kParallel=*/true>;
 
 }  // namespace simt_detail
 
@@ -44,14 +45,17 @@ class CutlassSimtGemm
 
   // Two tiles are registered per layout: 128x128 (8 warps of 32x64) and 128x256 (8 warps of 64x64,
   // 5 stages). On the H100 the wide one ran 4096^3 at 1.00x / 0.96x cuBLAS SGEMM (rr / rc) and the
-  // transposed-B workload at 0.95x, where 128x128 ran 0.87x / 0.82x / 0.81x; on the large-K
-  // workload (2 wide tiles, the rest split-K) 128x128 kept the lead, 0.82x against 0.77x. So the
-  // wide tile ranks first when its tiles fill a wave of the SMs.
+  // transposed-B workload at 0.95x, where 128x128 ran 0.87x / 0.82x / 0.81x. With K split in
+  // parallel it leads where it splits too: the large-K workload 1.310 ms (1.00x) against 1.478,
+  // 512x512x65536 0.683 against 0.811. So it ranks first when its tiles fill a wave of the SMs or
+  // K is split to fill them, unless N <= 128 (half its columns would be padding: 128x128x262144
+  // ran 0.360 ms against 0.249), and last when neither (1024 x 1024 x 256: 32 wide tiles, 64 narrow).
   static constexpr int kWideTileBonus = 5;
   int priority(const GemmProblem& p) const override {
     if (Base::kTileN <= 128) return this->info_.priority;
     const int64_t tiles = ((p.m + Base::kTileM - 1) / Base::kTileM) * ((p.n + Base::kTileN - 1) / Base::kTileN) * p.batch;
-    return tiles >= p.sm_count ? this->info_.priority + kWideTileBonus : this->info_.priority - kWideTileBonus;
+    const bool fills = tiles >= p.sm_count || Base::split_k_slices(p) > 1;
+    return fills && p.n > 128 ? this->info_.priority + kWideTileBonus : this->info_.priority - kWideTileBonus;
   }
 };
 

@@ -83,7 +83,7 @@ using Gemm = cutlass::gemm::device::GemmUniversal<
 
 // Split when the tiles fill fewer than half the SMs: slices of at
 // least 512 of K and at most 16 of them: every slice boundary rounds the partial sum to 16 bits.
-using Split = SplitK<512, 16, 2>;
+using Split = SplitK<512, 16, 2, /*kParallel=*/false>;
 
 }  // namespace sm80_detail
 

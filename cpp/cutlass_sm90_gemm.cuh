@@ -45,10 +45,20 @@
 #include "cutlass_adapter.cuh"
 #include "gemm_problem.h"
 #include "sm90_ldg_mainloop.cuh"
+#include "split_k_reduce.h"
 #include "sm90_staged_mainloop.cuh"
 #include "sm90_tf32_smem_rewrite_mainloop.cuh"
 
 namespace pycutlass_gemm {
+
+// Tile scheduler choice: K split into equal slices that run as the batch of the persistent kernel
+// (each slice's A and B reached through the batch stride), each slice's fp32 product written to
+// the workspace, then summed in slice order with the epilogue (split_k_reduce.h). For long K over
+// few output tiles (256 x 256 x 524288: 2 tiles of 128x256): every SM streams its slice of A and
+// B once -- a 2x1 cluster multicasts B to both halves of the 256 rows -- and no slice waits for
+// another, where stream-K's fix-up chains (deterministic) or contends (atomics).
+struct SplitKParallelScheduler {};
+
 namespace sm90_detail {
 
 template <class Tag> struct TransposeTag;
@@ -182,7 +192,8 @@ template <class Element_,            // cutlass::bfloat16_t, cutlass::half_t, or
                                      // KernelTmaWarpSpecializedCooperativeSmemTranspose (tf32, MN-major)
                                      // / ...Tf32x3 (fp32 as three tf32 products)
           class EpilogueSchedule_,   // cutlass::epilogue::TmaWarpSpecializedCooperative / TmaWarpSpecialized
-          class TileScheduler_,      // cutlass::gemm::PersistentScheduler / StreamKScheduler
+          class TileScheduler_,      // cutlass::gemm::PersistentScheduler / StreamKScheduler /
+                                     // SplitKParallelScheduler (above)
           bool kTransposed_ = false,
           bool kBias_ = false>       // epilogue also adds a bias row (F.linear): see FusionOp
 class CutlassSm90Gemm : public GemmKernel {
@@ -192,10 +203,12 @@ class CutlassSm90Gemm : public GemmKernel {
   using UserLayoutB = LayoutB_;
   using TileShape = TileShape_;
   using ClusterShape = ClusterShape_;
-  using TileScheduler = TileScheduler_;
+  static constexpr bool kSplitK = std::is_same_v<TileScheduler_, SplitKParallelScheduler>;
+  using TileScheduler = std::conditional_t<kSplitK, cutlass::gemm::PersistentScheduler, TileScheduler_>;
   static constexpr bool kTransposed = kTransposed_;
   static constexpr bool kBias = kBias_;
   static constexpr bool kStreamK = std::is_same_v<TileScheduler, cutlass::gemm::StreamKScheduler>;
+  static_assert(!kSplitK || (!kTransposed && !kBias), "split-K in parallel: no bias row or D^T");
 
   // What CUTLASS sees.
   using LayoutA = std::conditional_t<kTransposed, typename sm90_detail::TransposeTag<LayoutB_>::type, LayoutA_>;
@@ -220,6 +233,12 @@ class CutlassSm90Gemm : public GemmKernel {
   static constexpr int kOutputAlignment = kAnyOutput ? 1 : kAlignment;
   static_assert(!kUnalignedInputs || kAnyOutput, "the any-alignment mainloops store D from registers");
   static_assert(!kAnyOutput || (!kBias && !kTransposed), "no bias row or D^T with the no-smem epilogue");
+  static_assert(!kSplitK || (!kAnyOutput && !kUnalignedInputs), "split-K in parallel: TMA in and out");
+  // Split-K in parallel: the kernel writes fp32 partial products (no C); the reduction writes D
+  // from them, element by element, so the user's C and D may have any alignment.
+  using ElementOut = std::conditional_t<kSplitK, float, Element>;
+  using ElementSource = std::conditional_t<kSplitK, void, Element>;
+  static constexpr int kKernelOutputAlignment = kSplitK ? 16 / int(sizeof(float)) : kOutputAlignment;
 
   // Epilogue: D = alpha * acc + beta * C, and with kBias + bias[n] for a bias row (a vector of n,
   // one value per output column, broadcast down the rows: F.linear's bias). CUTLASS's
@@ -228,7 +247,7 @@ class CutlassSm90Gemm : public GemmKernel {
   // user's columns are CUTLASS's rows: LinCombPerRowBias. The bias is not scaled by beta, so a
   // bias row is taken only with beta 1 (has_bias_row) and CUTLASS's beta is then 0.
   using FusionOp = std::conditional_t<
-      !kBias, cutlass::epilogue::fusion::LinearCombination<Element, ElementCompute, Element, ElementCompute>,
+      !kBias, cutlass::epilogue::fusion::LinearCombination<ElementOut, ElementCompute, ElementSource, ElementCompute>,
       std::conditional_t<kTransposed,
                          cutlass::epilogue::fusion::LinCombPerRowBias<Element, ElementCompute, Element, Element,
                                                                       ElementCompute>,
@@ -238,8 +257,8 @@ class CutlassSm90Gemm : public GemmKernel {
   using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
       cutlass::epilogue::collective::EpilogueTileAuto, ElementAccumulator, ElementCompute,
-      Element, LayoutC, kOutputAlignment,  // C
-      Element, LayoutD, kOutputAlignment,  // D
+      ElementSource, LayoutC, kKernelOutputAlignment,  // C
+      ElementOut, LayoutD, kKernelOutputAlignment,     // D
       EpilogueSchedule_, FusionOp>::CollectiveOp;
 
   using CollectiveMainloop = typename sm90_detail::Mainloop<
@@ -273,7 +292,7 @@ class CutlassSm90Gemm : public GemmKernel {
               kAlignment,
               priority,
               kBias,
-              kOutputAlignment} {}
+              kSplitK ? 1 : kOutputAlignment} {}
 
   const KernelInfo& info() const override { return info_; }
 
@@ -295,7 +314,17 @@ class CutlassSm90Gemm : public GemmKernel {
   // (unless its tiles leave SMs idle, as for any persistent kernel), behind the others elsewhere.
   static constexpr bool kNarrowN = !kTransposed && kTileN < 128;
   static constexpr int kNarrowPriority = 105, kNotNarrowPriority = 60;
+  // Split-K in parallel is for long K over few tiles (it runs only where K splits into at least
+  // half as many equal slices as the SMs need: split_k_slices): at its registered priority (95,
+  // ahead of stream-K; the 128x256 tile 96) where the tiles fill at most a quarter of the SMs
+  // (1024x1024x16384 bf16, 32 tiles of 128x256: 0.065 ms against stream-K's 0.085),
+  // behind everything else otherwise (its partial products cost slices x m x n x 4 bytes of
+  // traffic, the most where m x n is large), and a tile wider than 128 also where N <= 128 (half
+  // its columns padding: 128x128x262144 ran 0.085 ms on 128x256 against 0.070 on 128x128).
+  static constexpr int kNotLongKPriority = 45;
   int priority(const GemmProblem& p) const override {
+    if constexpr (kSplitK)
+      return tiles_of(p) * 4 <= p.sm_count && (kTileN <= 128 || p.n > 128) ? info_.priority : kNotLongKPriority;
     if constexpr (kSmallM) return p.m <= kTileN ? kSmallMPriority : kNotSmallMPriority;
     if (kBias && !has_bias_row(p)) return kWithoutBiasPriority;
     if (kNarrowN && p.n > kTileN) return kNotNarrowPriority;
@@ -308,11 +337,34 @@ class CutlassSm90Gemm : public GemmKernel {
     return poor_waves ? std::min(base, kPoorWavesPriority) : base;
   }
 
+  // Slices for split-K in parallel (0: no split): the most, up to one a CTA per SM, that divide K
+  // into equal slices of at least kMinKPerSlice elements, each a multiple of 8 (slices are reached
+  // through TMA batch strides: 16 bytes). At least half the SMs must get work, else no split.
+  static constexpr int64_t kMinKPerSlice = 512;
+  static int64_t tiles_of(const GemmProblem& p) {
+    return ((p.m + kTileM - 1) / kTileM) * ((p.n + kTileN - 1) / kTileN) * p.batch;
+  }
+  static int64_t split_k_slices(const GemmProblem& p) {
+    if (p.batch != 1 || p.k <= 0 || p.m <= 0 || p.n <= 0) return 0;
+    const int64_t target = (p.sm_count > 0 ? p.sm_count : 132) / tiles_of(p);
+    for (int64_t slices = target; slices >= std::max<int64_t>(2, (target + 1) / 2); --slices)
+      if (p.k % (8 * slices) == 0 && p.k / slices >= kMinKPerSlice) return slices;
+    return 0;
+  }
+  static size_t partial_bytes(const GemmProblem& p) {
+    const size_t bytes = size_t(split_k_slices(p)) * p.m * p.n * sizeof(float);
+    return (bytes + 255) / 256 * 256;
+  }
+
   std::string can_implement(const GemmProblem& p) const override {
     std::string why = check_common(info_, p);
     if (!why.empty()) return why;
     if (p.m <= 0 || p.n <= 0 || p.k <= 0 || p.batch <= 0) return "empty problem";
     if (p.m > INT_MAX || p.n > INT_MAX || p.k > INT_MAX || p.batch > INT_MAX) return "m, n, k and batch must fit in int32";
+    if (kSplitK && p.batch > 1) return "splits the K of one product; batched problems are not split";
+    if (kSplitK && split_k_slices(p) == 0)
+      return "K (" + std::to_string(p.k) + ") does not split into equal slices of at least " +
+             std::to_string(kMinKPerSlice) + " (multiples of 8) for at least half the SMs";
     const bool beta = p.beta != 0.0;
     if (p.batch > 1) {
       // A runtime stride of 0 would reach cuTensorMapEncodeTiled as a zero global
@@ -334,7 +386,7 @@ class CutlassSm90Gemm : public GemmKernel {
     const Extent extents[] = {
         {"A", sm90_detail::contiguous_extent<LayoutA_>(p.m, p.k), kAlignment},
         {"B", sm90_detail::contiguous_extent<LayoutB_>(p.k, p.n), kAlignment},
-        {"D", p.n, kOutputAlignment},
+        {"D", p.n, kKernelOutputAlignment},  // split-K: the fp32 partials, m x n row-major
     };
     for (const Extent& e : extents)
       if (e.extent % e.alignment != 0)
@@ -343,8 +395,9 @@ class CutlassSm90Gemm : public GemmKernel {
     return cutlass_adapter::can_implement<Gemm>(make_arguments(p));
   }
 
+  // Split-K in parallel: the partial products first, then CUTLASS's own workspace.
   size_t workspace_size(const GemmProblem& p) const override {
-    return Gemm::get_workspace_size(make_arguments(p));
+    return (kSplitK ? partial_bytes(p) : 0) + Gemm::get_workspace_size(make_arguments(p));
   }
 
   // The caller has checked can_implement (the plan cache holds only kernels that accepted the
@@ -352,7 +405,9 @@ class CutlassSm90Gemm : public GemmKernel {
   // cudaFuncSetAttribute calls they make on every launch: the shared-memory limit is raised once
   // per device, and clusters of 2 need no non-portable-size permission.
   void run(const GemmProblem& p, void* workspace) const override {
-    const Arguments args = make_arguments(p);
+    void* partials = kSplitK ? workspace : nullptr;
+    if (kSplitK) workspace = static_cast<char*>(workspace) + partial_bytes(p);
+    const Arguments args = make_arguments(p, partials);
     const auto stream = reinterpret_cast<cudaStream_t>(p.stream);
     cutlass::Status status = GemmKernelType::initialize_workspace(args, workspace, stream);
     if (status != cutlass::Status::kSuccess) cutlass_adapter::throw_status(info_.name, "initialize_workspace", status);
@@ -376,6 +431,7 @@ class CutlassSm90Gemm : public GemmKernel {
       cudaGetLastError();  // clear the sticky-free launch error so the context stays usable
       throw std::runtime_error(info_.name + ": CUDA error " + cudaGetErrorName(err) + ": " + cudaGetErrorString(err));
     }
+    if constexpr (kSplitK) sum_split_k_partials(p, static_cast<int>(split_k_slices(p)), partials);
   }
 
  private:
@@ -385,7 +441,8 @@ class CutlassSm90Gemm : public GemmKernel {
     return p.batch > 1 ? r.batch_stride : outer * r.ld(layout);
   }
 
-  static Arguments make_arguments(const GemmProblem& p) {
+  // `partials`: where split-K in parallel writes its slices' products (nullptr when only sizing or checking).
+  static Arguments make_arguments(const GemmProblem& p, void* partials = nullptr) {
     using EA = typename GemmKernelType::ElementA;
     using EB = typename GemmKernelType::ElementB;
     using EC = typename GemmKernelType::ElementC;
@@ -427,6 +484,20 @@ class CutlassSm90Gemm : public GemmKernel {
     args.epilogue.thread.alpha = static_cast<float>(p.alpha);
     args.epilogue.thread.beta = beta ? static_cast<float>(p.beta) : 0.0f;
     if constexpr (kBias) args.epilogue.thread.bias_ptr = bias ? static_cast<const ED*>(p.c.ptr) : nullptr;
+    if constexpr (kSplitK) {
+      // Slice s of K is batch s: A and B advance by a slice along K, the partial products (alpha 1,
+      // no C) by an m x n matrix; the reduction applies alpha, beta and C.
+      const int64_t slices = split_k_slices(p), kslice = p.k / std::max<int64_t>(slices, 1);
+      args.problem_shape = ProblemShape{m, n, static_cast<int>(kslice), static_cast<int>(std::max<int64_t>(slices, 1))};
+      args.mode = cutlass::gemm::GemmUniversalMode::kBatched;
+      args.mainloop.dA = sm90_detail::make_stride_ld<StrideA>(lda, la == Layout::Row ? kslice : kslice * lda);
+      args.mainloop.dB = sm90_detail::make_stride_ld<StrideB>(ldb, lb == Layout::Row ? kslice * ldb : kslice);
+      args.epilogue.ptr_C = nullptr;
+      args.epilogue.ptr_D = static_cast<ED*>(partials);
+      args.epilogue.dD = sm90_detail::make_stride_ld<StrideD>(p.n, p.m * p.n);
+      args.epilogue.thread.alpha = 1.0f;
+      args.epilogue.thread.beta = 0.0f;
+    }
 
     args.hw_info.sm_count = p.sm_count;
     if (p.sm_count <= 0) {  // CUTLASS queries the device then

@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "registry.h"
+#include "split_k_reduce.h"
 #include "strided_gemm.cuh"
 
 namespace pycutlass_gemm {
@@ -123,20 +124,6 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <typename T>
-__global__ void sum_partials_kernel(int64_t m, int64_t n, int64_t batch, int splits,
-                                    const typename AccumulatorOf<T>::type* partials, StridedMatrix<T> c,
-                                    StridedMatrix<T> d, double alpha, double beta) {
-  using Acc = typename AccumulatorOf<T>::type;
-  const int64_t total = batch * m * n;
-  for (int64_t e = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; e < total; e += int64_t(gridDim.x) * blockDim.x) {
-    Acc sum = 0;
-    for (int s = 0; s < splits; ++s) sum += partials[s * total + e];
-    const int64_t bz = e / (m * n), i = (e / n) % m, j = e % n;
-    store_epilogue(c, d, Acc(alpha), Acc(beta), bz, i, j, sum);
-  }
-}
-
 class FallbackGemm final : public StridedGemmKernel {
  public:
   explicit FallbackGemm(DType dtype)
@@ -168,13 +155,7 @@ class FallbackGemm final : public StridedGemmKernel {
       kernel<<<grid, kThreads, 0, stream>>>(p.m, p.n, p.k, p.batch, strided<T>(p.a), strided<T>(p.b),
                                             strided<T>(p.c), strided<T>(p.d), p.alpha, p.beta, split, partials);
       check_launch("fallback");
-      if (split.splits > 1) {
-        const int64_t total = p.batch * p.m * p.n;
-        const int blocks = static_cast<int>(std::min<int64_t>((total + 255) / 256, 65535));
-        sum_partials_kernel<T><<<blocks, 256, 0, stream>>>(p.m, p.n, p.batch, split.splits, partials,
-                                                           strided<T>(p.c), strided<T>(p.d), p.alpha, p.beta);
-        check_launch("fallback (sum of split-K partials)");
-      }
+      if (split.splits > 1) sum_split_k_partials(p, split.splits, partials);
     });
   }
 };

@@ -199,38 +199,42 @@ void bind_torch(py::handle tensor_type, py::handle float32, py::handle float16, 
                                    interned("new_empty"), interned("new_empty_strided"), interned("device")};
 }
 
-std::pair<int, int> device_props(int index) {
-  constexpr int kMaxDevices = 64;
-  static std::once_flag once[kMaxDevices];
-  static std::pair<int, int> props[kMaxDevices];
-  if (index < 0 || index >= kMaxDevices) return {0, 0};
-  std::call_once(once[index], [index] {
-    int major = 0, minor = 0, sms = 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index) == cudaSuccess &&
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, index) == cudaSuccess &&
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, index) == cudaSuccess) {
-      props[index] = {major * 10 + minor, sms};
-    } else {
-      cudaGetLastError();  // no device or no driver: clear the error, report none
-    }
-  });
-  return props[index];
-}
+namespace {
 
-const char* device_name(int index) {
+// What the driver says of one CUDA device, read once per device (a call reads it on every launch).
+struct DeviceInfo {
+  int sm = 0, sm_count = 0;  // {0, 0}: no such device, or no driver
+  char name[256] = {};
+};
+
+const DeviceInfo* device_info(int index) {
   constexpr int kMaxDevices = 64;
   static std::once_flag once[kMaxDevices];
-  static char names[kMaxDevices][256];
+  static DeviceInfo infos[kMaxDevices];
   if (index < 0 || index >= kMaxDevices) return nullptr;
   std::call_once(once[index], [index] {
     cudaDeviceProp props;
     if (cudaGetDeviceProperties(&props, index) == cudaSuccess) {
-      std::snprintf(names[index], sizeof names[index], "%s", props.name);
+      infos[index].sm = props.major * 10 + props.minor;
+      infos[index].sm_count = props.multiProcessorCount;
+      std::snprintf(infos[index].name, sizeof infos[index].name, "%s", props.name);
     } else {
-      cudaGetLastError();
+      cudaGetLastError();  // no device or no driver: clear the error, report none
     }
   });
-  return names[index][0] ? names[index] : nullptr;
+  return &infos[index];
+}
+
+}  // namespace
+
+std::pair<int, int> device_props(int index) {
+  const DeviceInfo* info = device_info(index);
+  return info ? std::pair{info->sm, info->sm_count} : std::pair{0, 0};
+}
+
+const char* device_name(int index) {
+  const DeviceInfo* info = device_info(index);
+  return info && info->name[0] ? info->name : nullptr;
 }
 
 uintptr_t current_stream(int device) { return torch_().raw_stream(device).cast<uintptr_t>(); }
@@ -310,8 +314,9 @@ TorchCall read_call(py::handle a_obj, py::handle b_obj, py::handle c_obj, py::ha
     if (!c_obj.is_none() || !out_obj.is_none()) throw std::invalid_argument("ReadAs::column_major_out takes no c or out");
     call.column_major_out = true;
     std::swap(p.m, p.n);
-    p.a = transposed(matrix(b, batch));
-    p.b = transposed(matrix(a, batch));
+    const MatrixRef a_ref = p.a;
+    p.a = transposed(p.b);
+    p.b = transposed(a_ref);
   }
   p.precision = p.dtype == DType::F32 ? precision : Precision::Ieee;
   p.alpha = alpha;

@@ -40,7 +40,8 @@ SCHEDULE = {  # short name: (mainloop schedule, epilogue schedule, words)
     "coopstaged": ("KernelStagedWarpSpecializedCooperative", "cutlass::epilogue::NoSmemWarpSpecialized",
                    "cooperative, cp.async words staged and shifted on chip, any alignment"),
 }
-SCHEDULER = {"persistent": "cutlass::gemm::PersistentScheduler", "streamk": "cutlass::gemm::StreamKScheduler"}
+SCHEDULER = {"persistent": "cutlass::gemm::PersistentScheduler", "streamk": "cutlass::gemm::StreamKScheduler",
+             "splitk": "SplitKParallelScheduler"}
 # Auto dispatch: large-tile persistent first (it ranks itself at 80, below stream-K, on
 # few-tile long-K problems: CutlassSm90Gemm::priority), then stream-K, then the SM80 tensor-op
 # kernels for 16-bit operands that TMA cannot load (unaligned), then SIMT fp32 (the fallback is 0).
@@ -51,6 +52,10 @@ UNALIGNED_INPUTS_PRIORITY = 65
 # TMA inputs, D at any alignment: behind the TMA kernels (persistent 100, or 80 with poor waves; stream-K
 # 90), ahead of the SM80 ones (70, their wide tile 75)
 ANY_OUTPUT_PRIORITY = 78
+# K split into equal slices run as a batch, fp32 partials summed after (long K over few tiles): ahead of
+# stream-K there (CutlassSm90Gemm::priority keeps this where the tiles fill at most a quarter of the
+# SMs, else 45), the 128x256 tile before the 128x128 one (256x256x524288 bf16: 0.207 ms against 0.237)
+SM90_SPLIT_K_PRIORITY = 95
 
 
 @dataclass(frozen=True)
@@ -62,7 +67,7 @@ class Kernel:
     tile: tuple          # (M, N, K) thread-block tile
     cluster: tuple = (1, 1)
     schedule: str = "coop"
-    scheduler: str = "persistent"   # persistent / streamk (sm90); splitk (simt, sm80)
+    scheduler: str = "persistent"   # persistent / streamk / splitk (sm90); splitk (simt, sm80)
     warp: tuple = (32, 64, 8)       # simt, sm80
     stages: int = 4                 # simt, sm80 (2: register-staged mainloop; >= 3: cp.async)
     alignment: int = 1              # sm80 only: elements, for A, B, C and D
@@ -77,6 +82,8 @@ class Kernel:
             return SM80_PRIORITY
         if self.schedule in ("coopldg", "coopstaged"):
             return UNALIGNED_INPUTS_PRIORITY
+        if self.family == "sm90" and self.scheduler == "splitk":
+            return SM90_SPLIT_K_PRIORITY + (self.tile[1] > 128)
         return ANY_OUTPUT_PRIORITY if self.any_output else PRIORITY[self.scheduler]
 
     @property
@@ -115,14 +122,15 @@ class Kernel:
         t = "x".join(map(str, self.tile))
         if self.family == "simt":
             w = "x".join(map(str, self.warp))
-            return f"{t} warp {w} {self.stages} stages serial split-K"
+            return f"{t} warp {w} {self.stages} stages split-K in parallel"
         if self.family == "sm80":
             w = "x".join(map(str, self.warp))
             mainloop = "register-staged" if self.stages == 2 else "cp.async"
             return (f"{t} warp {w} mma 16x8x16 {self.stages} stages {mainloop} alignment {self.alignment} "
                     f"serial split-K")
         c = "x".join(map(str, self.cluster + (1,)))
-        words = f"{t} c{c} {SCHEDULE[self.schedule][2]} {'stream-K' if self.scheduler == 'streamk' else 'persistent'}"
+        scheduler = {"streamk": "stream-K", "splitk": "persistent, K split in parallel (slices as a batch, fp32 partials)"}
+        words = f"{t} c{c} {SCHEDULE[self.schedule][2]} {scheduler.get(self.scheduler, 'persistent')}"
         if self.dtype == "tf32x3":
             words += " tf32x3 (big and small tf32 parts split in shared memory, three products)"
             words += f", fp32 sums every {self.promote} k tiles" if self.promote else ""
@@ -183,6 +191,14 @@ def all_kernels():
         # 0.47); for bf16 the two were within noise (0.22 ms either way).
         sk_tile = (128, 256, k) if dtype == "tf32" else (128, 128, k)
         kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], sk_tile, (1, 1), schedule, "streamk"))
+    # Long K over few tiles (256 x 256 x 131072 and 524288, 512 x 512 x 65536): K split into equal
+    # slices run as the batch of the persistent kernel, fp32 partials summed after
+    # (cpp/cutlass_sm90_gemm.cuh, SplitKParallelScheduler). H100, bf16, ms (x cuBLAS), against
+    # stream-K 128x128: 256x256x524288 0.207 (1.07x) / 0.243; 512x512x65536 0.073 (0.90x) / 0.134;
+    # 1024x1024x16384 0.065 / 0.085; the 128x128 tile where N <= 128 or A is read by many N tiles:
+    # 128x128x262144 0.070 (0.96x) / 0.074, 256x1024x65536 0.093 (0.86x) / 0.136.
+    for dtype, (tile, cluster) in itertools.product(["bf16", "f16"], [((128, 256, 64), (2, 1)), ((128, 128, 64), (1, 1))]):
+        kernels.append(Kernel("sm90", dtype, "r", "r", tile, cluster, "coop", "splitk"))
     # F.linear with a bias, x @ W.T + b (x row-major, W.T column-major: rc), as models call it
     # (pycutlass_gemm.enable() routes it): the persistent kernel with a bias-row epilogue. Only
     # rc: the backward products have no bias, and fp32 is not routed by default.
@@ -239,10 +255,14 @@ def tuning_kernels():
     """Candidates for a tuning run (--tuning; CMake -DPYCUTLASS_GEMM_TUNING=ON): built beside the
     package's kernels so the benchmark can set them side by side; one joins all_kernels() only when
     a run shows it beats what auto picks now (notes/measurements.md)."""
-    sk = lambda dtype, tile, cluster=(1, 1): Kernel("sm90", dtype, "r", "r", tile, cluster, "coop", "streamk")
+    sk = lambda dtype, tile, cluster=(1, 1), scheduler="streamk": Kernel("sm90", dtype, "r", "r", tile, cluster, "coop",
+                                                                          scheduler)
     return [  # large K: fewer, wider tiles re-read less of A and B; a cluster multicasts B
         sk("bf16", (128, 256, 64)), sk("bf16", (256, 128, 64)), sk("bf16", (128, 128, 64), (2, 1)),
         sk("tf32", (128, 128, 32)), sk("tf32", (256, 128, 32)),
+        # K split in parallel with 128x128 tiles in 2x1 clusters: 0.355 ms at 256x256x524288, where
+        # 128x256 c2x1 and 128x128 c1x1 (registered) ran 0.207 and 0.237
+        sk("bf16", (128, 128, 64), (2, 1), "splitk"),
     ] + [  # bf16 parity on big shapes (issue 10): cuBLAS runs 256x128 tiles with clusters of 1x2 there.
         # H100, x cuBLAS, against the package's 128x256 c2x1 (swizzle 8): 1x2 equal or 0.01 behind
         # at 4096^3, 8192^3, 8192x14336x4096 rc, 8192x4096x14336 rr, and 0.42x at 8192x1024x4096 rc;

@@ -21,6 +21,9 @@ UNALIGNED_SHAPES = [(1000, 3000, 777), (2048, 1001, 2048), (96, 50257, 264), (77
 # 1-3 elements past an aligned address, beta. (Batched cases would need A's and B's batch strides
 # aligned; the edge shapes are not batched either.)
 UNALIGNED_OUTPUT_SHAPES = [(2048, 1001, 2048), (512, 50257, 1024), (127, 77, 264), (8, 1, 520)]
+# Kernels that split K in parallel (SM90, "_splitk") take only problems whose K splits into equal
+# slices for at least half the SMs: long K over few tiles. Ragged tiles, one row, N of one tile.
+SPLIT_K_SHAPES = [(256, 256, 131072), (127, 264, 65536), (1, 264, 65536), (264, 8, 32768)]
 
 
 def aligned_shape(kernel: dict, m: int, n: int, k: int) -> tuple[int, int, int]:
@@ -115,6 +118,12 @@ def cases() -> list[Case]:
     out = []
     for kern in cutlass_kernels():
         layouts = (kern["layout_a"], kern["layout_b"])
+        if kern["family"] == "cutlass_sm90" and kern["name"].endswith("_splitk"):
+            out.append(Case(kern, *WORKLOADS["large_k"][:3], 0))
+            out += [Case(kern, m, n, k, 0) for m, n, k in SPLIT_K_SHAPES]
+            out.append(Case(kern, 257, 136, 32768, 8))  # leading dimensions longer than the rows
+            out.append(Case(kern, 129, 72, 65536, 8, beta=-1.5, out_misalign=1))  # C and D at any alignment
+            continue
         # Full size: the workload stored in this kernel's layouts (a 2048x4096x8192 problem for
         # col x col, which no workload uses), and the large-K workload for every kernel.
         own = [w[:3] for w in WORKLOADS.values() if w[3:] == layouts] or [WORKLOADS["transposed_b"][:3]]

@@ -97,18 +97,20 @@ def test_auto_dispatch(chooser, dtype, precision, m, n, k, la, lb):
     elif dtype in (torch.bfloat16, torch.float16) and any(name.startswith("sm80_") for name in runnable):
         assert chosen.startswith("sm80_"), f"an SM80 tensor-op kernel can run this, auto chose {chosen}"
     if (m, n, k) == WORKLOADS["large_k"][:3] and any("streamk" in name for name in runnable):
-        assert "streamk" in chosen, f"large K should run stream-K, auto chose {chosen}"
+        assert "streamk" in chosen or (chosen.startswith("sm90_") and chosen.endswith("_splitk")), \
+            f"large K should run stream-K or split-K, auto chose {chosen}"
 
 
 @pytest.mark.parametrize("deterministic", [True, False], ids=["deterministic", "any_order"])
 def test_split_k_follows_torch_determinism(deterministic):
     """Stream-K kernels that split K add their partial sums in a fixed order when
     torch.use_deterministic_algorithms(True) is on (bit-for-bit repeatable), concurrently
-    otherwise; both are right."""
+    otherwise; both are right. The split-K kernels (SIMT, SM90 "_splitk") always add in order."""
     if torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("the stream-K kernels are built for sm_90")
     m, n, k = 256, 256, 131072
-    for kern in [kern for kern in cutlass_kernels() if "streamk" in kern["name"] and kern["layout_a"] == "row"
+    for kern in [kern for kern in cutlass_kernels() if ("streamk" in kern["name"] or "splitk" in kern["name"])
+                 and kern["layout_a"] == "row"
                  and kern["layout_b"] == "row" and kern["dtype"] in ("bfloat16", "float32")]:
         dtype = torch.bfloat16 if kern["dtype"] == "bfloat16" else torch.float32
         a, b = matrix(m, k, "row", dtype), matrix(k, n, "row", dtype)
@@ -122,7 +124,7 @@ def test_split_k_follows_torch_determinism(deterministic):
         errors = [rel_error(out, a, b) for out in outs]
         print(f"{kern['name']} deterministic={deterministic}: errors vs fp64 {', '.join(f'{e:.2e}' for e in errors)}")
         assert max(errors) < tol
-        if deterministic:
+        if deterministic or "splitk" in kern["name"]:
             assert all(torch.equal(outs[0], out) for out in outs[1:]), f"{kern['name']}: runs differ"
 
 

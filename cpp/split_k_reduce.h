@@ -1,0 +1,18 @@
+// The second half of parallel split-K: the slices of K ran as separate thread blocks, each
+// writing its partial product (fp32; fp64 for fp64 inputs) into a workspace, and one pass adds
+// them in slice order and applies the epilogue, D = alpha * sum + beta * C. Deterministic (a
+// fixed order), and no slice waits for another, where serial split-K (each slice adding into D
+// after the previous one, a semaphore per tile) chains as many fix-ups as there are slices.
+// Used by the fallback (fallback_gemm.cu) and the CUTLASS SIMT kernels (cutlass_2x_gemm.cuh).
+#pragma once
+
+#include "gemm_problem.h"
+
+namespace pycutlass_gemm {
+
+// `partials`: `slices` x p.batch row-major p.m x p.n matrices of accumulators, one after the
+// other (slice s, batch b at partials + (s * p.batch + b) * p.m * p.n). Writes p.d, reading p.c
+// only when p.beta != 0 (p.c may be p.d), on p.stream; throws naming a failed launch.
+void sum_split_k_partials(const GemmProblem& p, int slices, const void* partials);
+
+}  // namespace pycutlass_gemm
