@@ -196,9 +196,12 @@ def all_kernels():
     # (cpp/cutlass_sm90_gemm.cuh, SplitKParallelScheduler). H100, bf16, ms (x cuBLAS), against
     # stream-K 128x128: 256x256x524288 0.207 (1.07x) / 0.243; 512x512x65536 0.073 (0.90x) / 0.134;
     # 1024x1024x16384 0.065 / 0.085; the 128x128 tile where N <= 128 or A is read by many N tiles:
-    # 128x128x262144 0.070 (0.96x) / 0.074, 256x1024x65536 0.093 (0.86x) / 0.136.
+    # 128x128x262144 0.070 (0.96x) / 0.074, 256x1024x65536 0.093 (0.86x) / 0.136. And weight gradients
+    # over many tokens (X^T dY, cr): 1024x1024x65536 0.184 (0.95x) against stream-K's 0.350.
     for dtype, (tile, cluster) in itertools.product(["bf16", "f16"], [((128, 256, 64), (2, 1)), ((128, 128, 64), (1, 1))]):
         kernels.append(Kernel("sm90", dtype, "r", "r", tile, cluster, "coop", "splitk"))
+    for dtype in ["bf16", "f16"]:
+        kernels.append(Kernel("sm90", dtype, "c", "r", (128, 256, 64), (2, 1), "coop", "splitk"))
     # F.linear with a bias, x @ W.T + b (x row-major, W.T column-major: rc), as models call it
     # (pycutlass_gemm.enable() routes it): the persistent kernel with a bias-row epilogue. Only
     # rc: the backward products have no bias, and fp32 is not routed by default.
@@ -263,6 +266,14 @@ def tuning_kernels():
         # K split in parallel with 128x128 tiles in 2x1 clusters: 0.355 ms at 256x256x524288, where
         # 128x256 c2x1 and 128x128 c1x1 (registered) ran 0.207 and 0.237
         sk("bf16", (128, 128, 64), (2, 1), "splitk"),
+    ] + [  # K split in parallel where it did not pay (H100, ms): x @ W.T with few rows (rc) 128x128
+        # 0.028 / 0.031 at 16 / 128 x 4096 x 4096 against the swap-AB stream-K's 0.026 / 0.030 (128x256:
+        # 0.042 / 0.047); weight gradients (cr) 128x128 0.253 at 1024x1024x65536 where 128x256 c2x1
+        # (registered) ran 0.184; tf32x3 rr 0.719 at 256x256x524288 against stream-K's 0.696
+        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 128, 64), (1, 1), "coop", "splitk") for la_lb in ("rc", "cr")
+    ] + [
+        Kernel("sm90", "bf16", "r", "c", (128, 256, 64), (2, 1), "coop", "splitk"),
+        Kernel("sm90", "tf32x3", "r", "r", (128, 128, 32), (1, 1), "coop", "splitk", promote=1),
     ] + [  # bf16 parity on big shapes (issue 10): cuBLAS runs 256x128 tiles with clusters of 1x2 there.
         # H100, x cuBLAS, against the package's 128x256 c2x1 (swizzle 8): 1x2 equal or 0.01 behind
         # at 4096^3, 8192^3, 8192x14336x4096 rc, 8192x4096x14336 rr, and 0.42x at 8192x1024x4096 rc;

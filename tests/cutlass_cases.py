@@ -118,11 +118,12 @@ def cases() -> list[Case]:
     out = []
     for kern in cutlass_kernels():
         layouts = (kern["layout_a"], kern["layout_b"])
-        if kern["family"] == "cutlass_sm90" and kern["name"].endswith("_splitk"):
+        if kern["family"] == "cutlass_sm90" and "_splitk" in kern["name"]:
             out.append(Case(kern, *WORKLOADS["large_k"][:3], 0))
-            out += [Case(kern, m, n, k, 0) for m, n, k in SPLIT_K_SHAPES]
-            out.append(Case(kern, 257, 136, 32768, 8))  # leading dimensions longer than the rows
-            out.append(Case(kern, 129, 72, 65536, 8, beta=-1.5, out_misalign=1))  # C and D at any alignment
+            out += [Case(kern, *aligned_shape(kern, m, n, k), 0) for m, n, k in SPLIT_K_SHAPES]
+            out.append(Case(kern, *aligned_shape(kern, 257, 136, 32768), 8))  # leading dimensions longer than the rows
+            # C and D at any alignment
+            out.append(Case(kern, *aligned_shape(kern, 129, 72, 65536), 8, beta=-1.5, out_misalign=1))
             continue
         # Full size: the workload stored in this kernel's layouts (a 2048x4096x8192 problem for
         # col x col, which no workload uses), and the large-K workload for every kernel.
