@@ -208,7 +208,7 @@ class CutlassSm90Gemm : public GemmKernel {
   static constexpr bool kTransposed = kTransposed_;
   static constexpr bool kBias = kBias_;
   static constexpr bool kStreamK = std::is_same_v<TileScheduler, cutlass::gemm::StreamKScheduler>;
-  static_assert(!kSplitK || (!kTransposed && !kBias), "split-K in parallel: no bias row or D^T");
+  static_assert(!kSplitK || !kBias, "split-K in parallel: no bias row");
 
   // What CUTLASS sees.
   using LayoutA = std::conditional_t<kTransposed, typename sm90_detail::TransposeTag<LayoutB_>::type, LayoutA_>;
@@ -319,12 +319,14 @@ class CutlassSm90Gemm : public GemmKernel {
   // ahead of stream-K; the 128x256 tile 96) where the tiles fill at most a quarter of the SMs
   // (1024x1024x16384 bf16, 32 tiles of 128x256: 0.065 ms against stream-K's 0.085),
   // behind everything else otherwise (its partial products cost slices x m x n x 4 bytes of
-  // traffic, the most where m x n is large), and a tile wider than 128 also where N <= 128 (half
-  // its columns padding: 128x128x262144 ran 0.085 ms on 128x256 against 0.070 on 128x128).
+  // traffic, the most where m x n is large), and a tile wider than 128 also where its N (the
+  // user's M when computing D^T) is at most 128 (half its columns padding: 128x128x262144 bf16 ran
+  // 0.085 ms on 128x256 against 0.070 on 128x128).
   static constexpr int kNotLongKPriority = 45;
   int priority(const GemmProblem& p) const override {
-    if constexpr (kSplitK)
-      return tiles_of(p) * 4 <= p.sm_count && (kTileN <= 128 || p.n > 128) ? info_.priority : kNotLongKPriority;
+    if constexpr (kSplitK && !kSmallM)
+      return tiles_of(p) * 4 <= p.sm_count && (kTileN <= 128 || (kTransposed ? p.m : p.n) > 128) ? info_.priority
+                                                                                                   : kNotLongKPriority;
     if constexpr (kSmallM) return p.m <= kTileN ? kSmallMPriority : kNotSmallMPriority;
     if (kBias && !has_bias_row(p)) return kWithoutBiasPriority;
     if (kNarrowN && p.n > kTileN) return kNotNarrowPriority;
@@ -342,7 +344,8 @@ class CutlassSm90Gemm : public GemmKernel {
   // through TMA batch strides: 16 bytes). At least half the SMs must get work, else no split.
   static constexpr int64_t kMinKPerSlice = 512;
   static int64_t tiles_of(const GemmProblem& p) {
-    return ((p.m + kTileM - 1) / kTileM) * ((p.n + kTileN - 1) / kTileN) * p.batch;
+    const int64_t mp = kTransposed ? p.n : p.m, np = kTransposed ? p.m : p.n;
+    return ((mp + kTileM - 1) / kTileM) * ((np + kTileN - 1) / kTileN) * p.batch;
   }
   static int64_t split_k_slices(const GemmProblem& p) {
     if (p.batch != 1 || p.k <= 0 || p.m <= 0 || p.n <= 0) return 0;
@@ -503,11 +506,14 @@ class CutlassSm90Gemm : public GemmKernel {
     if constexpr (kSplitK) {
       // Slice s of K is batch s: A and B advance by a slice along K, the partial products (alpha 1,
       // no C) by an m x n matrix; the reduction applies alpha, beta and C.
+      // Computing D^T, A and B trade places and the partials are column-major n x m: the same memory.
       const int64_t slices = split_k_slices(p), kslice = p.k / std::max<int64_t>(slices, 1);
-      args.problem_shape = ProblemShape{m, n, static_cast<int>(kslice), static_cast<int>(std::max<int64_t>(slices, 1))};
+      const int ks = static_cast<int>(kslice), ls = static_cast<int>(std::max<int64_t>(slices, 1));
+      args.problem_shape = kTransposed ? ProblemShape{n, m, ks, ls} : ProblemShape{m, n, ks, ls};
       args.mode = cutlass::gemm::GemmUniversalMode::kBatched;
-      args.mainloop.dA = sm90_detail::make_stride_ld<StrideA>(lda, la == Layout::Row ? kslice : kslice * lda);
-      args.mainloop.dB = sm90_detail::make_stride_ld<StrideB>(ldb, lb == Layout::Row ? kslice * ldb : kslice);
+      const int64_t a_slice = la == Layout::Row ? kslice : kslice * lda, b_slice = lb == Layout::Row ? kslice * ldb : kslice;
+      args.mainloop.dA = sm90_detail::make_stride_ld<StrideA>(kTransposed ? ldb : lda, kTransposed ? b_slice : a_slice);
+      args.mainloop.dB = sm90_detail::make_stride_ld<StrideB>(kTransposed ? lda : ldb, kTransposed ? a_slice : b_slice);
       args.epilogue.ptr_C = nullptr;
       args.epilogue.ptr_D = static_cast<ED*>(partials);
       args.epilogue.dD = sm90_detail::make_stride_ld<StrideD>(p.n, p.m * p.n);

@@ -202,6 +202,9 @@ def all_kernels():
         kernels.append(Kernel("sm90", dtype, "r", "r", tile, cluster, "coop", "splitk"))
     for dtype in ["bf16", "f16"]:
         kernels.append(Kernel("sm90", dtype, "c", "r", (128, 256, 64), (2, 1), "coop", "splitk"))
+    # tf32 rr (run as D^T = B^T A^T like every tf32 rr kernel): the large-K workload 0.402 ms (1.10x)
+    # against stream-K 128x256's 0.417, 512x512x65536 0.133 (1.23x) / 0.181, 1024x1024x16384 0.122 / 0.165.
+    kernels.append(Kernel("sm90", "tf32", "r", "r", (128, 256, 32), (2, 1), "coop", "splitk"))
     # F.linear with a bias, x @ W.T + b (x row-major, W.T column-major: rc), as models call it
     # (pycutlass_gemm.enable() routes it): the persistent kernel with a bias-row epilogue. Only
     # rc: the backward products have no bias, and fp32 is not routed by default.
@@ -274,6 +277,11 @@ def tuning_kernels():
     ] + [
         Kernel("sm90", "bf16", "r", "c", (128, 256, 64), (2, 1), "coop", "splitk"),
         Kernel("sm90", "tf32x3", "r", "r", (128, 128, 32), (1, 1), "coop", "splitk", promote=1),
+    ] + [  # decode-time x @ W.T as D^T = W x^T (swap AB), K split in parallel instead of stream-K
+        Kernel("sm90", "bf16", "r", "c", (128, 32, 128), (1, 1), "coop", "splitk", swap_ab=True),
+    ] + [  # tf32 long K with 128x128 tiles, K split in parallel: 0.127 ms at 128x128x262144 against
+        # stream-K 128x128's 0.123 (the registered 128x256 c2x1 0.179: half its tile padding)
+        Kernel("sm90", "tf32", "r", "r", (128, 128, 32), (1, 1), "coop", "splitk"),
     ] + [  # bf16 parity on big shapes (issue 10): cuBLAS runs 256x128 tiles with clusters of 1x2 there.
         # H100, x cuBLAS, against the package's 128x256 c2x1 (swizzle 8): 1x2 equal or 0.01 behind
         # at 4096^3, 8192^3, 8192x14336x4096 rc, 8192x4096x14336 rr, and 0.42x at 8192x1024x4096 rc;
