@@ -45,9 +45,9 @@
 #include "cutlass_adapter.cuh"
 #include "gemm_problem.h"
 #include "sm90_ldg_mainloop.cuh"
-#include "split_k_reduce.h"
 #include "sm90_staged_mainloop.cuh"
 #include "sm90_tf32_smem_rewrite_mainloop.cuh"
+#include "split_k_reduce.h"
 
 namespace pycutlass_gemm {
 
@@ -332,8 +332,7 @@ class CutlassSm90Gemm : public GemmKernel {
     if (kNarrowN && p.n > kTileN) return kNotNarrowPriority;
     const int base = kNarrowN ? kNarrowPriority : info_.priority;
     if (kStreamK || p.sm_count <= 0) return base;
-    const int64_t mp = kTransposed ? p.n : p.m, np = kTransposed ? p.m : p.n;
-    const int64_t tiles = ((mp + kTileM - 1) / kTileM) * ((np + kTileN - 1) / kTileN) * p.batch;
+    const int64_t tiles = tiles_of(p);
     const int64_t waves = (tiles + p.sm_count - 1) / p.sm_count;
     const bool poor_waves = tiles < kPoorWaveEfficiency * static_cast<double>(waves * p.sm_count);
     return poor_waves ? std::min(base, kPoorWavesPriority) : base;
@@ -343,6 +342,7 @@ class CutlassSm90Gemm : public GemmKernel {
   // into equal slices of at least kMinKPerSlice elements, each a multiple of 8 (slices are reached
   // through TMA batch strides: 16 bytes). At least half the SMs must get work, else no split.
   static constexpr int64_t kMinKPerSlice = 512;
+  // Output tiles of p in the kernel's own M and N (the user's N and M when computing D^T).
   static int64_t tiles_of(const GemmProblem& p) {
     const int64_t mp = kTransposed ? p.n : p.m, np = kTransposed ? p.m : p.n;
     return ((mp + kTileM - 1) / kTileM) * ((np + kTileN - 1) / kTileN) * p.batch;
