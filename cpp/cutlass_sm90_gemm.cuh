@@ -323,7 +323,27 @@ class CutlassSm90Gemm : public GemmKernel {
   // user's M when computing D^T) is at most 128 (half its columns padding: 128x128x262144 bf16 ran
   // 0.085 ms on 128x256 against 0.070 on 128x128).
   static constexpr int kNotLongKPriority = 45;
+  // The any-alignment mainloops (staged: 76, ahead of the SM80 kernels' 70-75) do not split K, and
+  // the SM80 kernels do (serially) where their tiles cannot fill the SMs. H100 sweep of the
+  // unaligned classes, staged 128x128 against SM80 (median speed ratio): 0.42-0.91x for K >= 4096
+  // over at most a quarter of the SMs' worth of tiles, 0.75x for K = 65535 over fewer tiles than
+  // SMs, and 0.3x for K < 32 (a 64-deep k tile of padding) over many tiles: behind SM80 there.
+  static constexpr int kUnalignedYieldPriority = 68;
+  // The staged mainloop's 128x256 tile (half the shared-memory traffic a flop of the 128x128
+  // tile's) is for problems whose tiles fill at least half the SMs; with fewer, the 128x128 tile's
+  // twice as many keep more SMs busy (H100, 2048x1001x2048 bf16: 0.078 ms against 0.048).
+  static constexpr bool kWideStaged = kUnalignedInputs && kTileN > 128;
+  static constexpr int kWideStagedBonus = 1, kWideStagedPenalty = 10;
+
   int priority(const GemmProblem& p) const override {
+    if constexpr (kUnalignedInputs) {
+      const int64_t sms = p.sm_count > 0 ? p.sm_count : 132, tiles = tiles_of(p);
+      if (p.k < 32 || (p.k >= 4096 && tiles * 4 <= sms) || (p.k >= 32768 && tiles < sms))
+        return kUnalignedYieldPriority;
+      if constexpr (kWideStaged)
+        return tiles * 2 >= sms ? info_.priority + kWideStagedBonus : info_.priority - kWideStagedPenalty;
+      return info_.priority;
+    }
     if constexpr (kSplitK && !kSmallM)
       return tiles_of(p) * 4 <= p.sm_count && (kTileN <= 128 || (kTransposed ? p.m : p.n) > 128) ? info_.priority
                                                                                                    : kNotLongKPriority;

@@ -1,24 +1,26 @@
 // A Hopper (wgmma) mainloop for 16-bit operands at any alignment: the producer copies each line of
-// a tile as the 4-byte words that hold it into a staging buffer (cp.async, asynchronous, several
+// a tile as the 16-byte chunks that hold it into a staging buffer (cp.async, asynchronous, several
 // stages in flight), and the consumer warpgroups shift and swizzle the staged lines into the layout
 // wgmma reads while the previous k tile's wgmma runs.
 //
-// Why: TMA needs 16-byte strides and cp.async moves whole 4-byte words, so with K = 777 or N = 1001
-// no copy engine can place a line's elements where wgmma wants them: a line that starts 2 bytes past
-// a word has every pair of elements straddling two words. cp.async can still move the words (a
-// line's 64 elements lie in 33 of them); moving the elements into place is a shift of 2 bytes,
-// done on chip. sm90_ldg_mainloop.cuh did it in the producer, through registers: one warpgroup at
-// 168 registers kept one stage in flight and issued ~20 instructions a pair (0.84x cuBLAS at
-// 1000x3000x777 rr). Here the producer only issues copies, and the 256 consumer threads, idle while
-// the tensor cores work, do the shift (two shared loads, a byte_perm and a store a pair), as
-// sm90_tf32_smem_rewrite_mainloop.cuh transposes tf32 tiles.
+// Why: TMA needs 16-byte strides, so with K = 777 or N = 1001 no copy engine can place a line's
+// elements where wgmma wants them. cp.async can still move the aligned 16-byte chunks around a line
+// (64 elements lie in 9 of them, 8 when the line starts on a chunk); moving the elements into
+// place is a shift by the line's offset past a chunk boundary (o bytes, even), done on chip.
+// sm90_ldg_mainloop.cuh did it in the producer, through registers (~20 instructions a pair: 0.84x
+// cuBLAS at 1000x3000x777 rr); session 12's version of this file staged 4-byte words (4224
+// cp.async a 128x64 tile, ~730 producer instructions a k tile) and shifted pairs (4 instructions
+// per 4 bytes): issue-bound at ~3300 cycles a k tile against 512 of tensor-core work. Here a
+// producer thread issues 18 16-byte copies a k tile, and a consumer lane shifts 16 bytes with two
+// 16-byte shared loads, four byte_perms and one 16-byte store.
 //
-// Stages: each holds the staged lines of A and B (kRowWords words a line) and which lines start 2
-// bytes past a word (the same for every line of one parity: lines are ld apart). The consumers
-// release a stage as soon as it is rewritten, into one of two slots in wgmma's layout (CUTLASS's
-// swizzled K- or MN-major atoms): slot t % 2 is rewritten while k tile t - 1's wgmma reads the
-// other. Elements outside the problem are zero (words partly outside copy 2 bytes and zero-fill the
-// rest; words wholly outside are zero-filled), so ragged M, N and K need nothing more.
+// Stages: each holds the staged lines of A and B (a chunk more than wgmma's line a line) and the
+// offsets o of lines 0-7 (line l + 8 starts 16 ld bytes after line l: the same o). Consumer warp w
+// rewrites lines w, w + 8, ..., so its o is one value and the shift a uniform branch. The consumers
+// rewrite a stage into one of two slots in wgmma's layout (CUTLASS's swizzled K- or MN-major atoms,
+// whose 16-byte chunks are whole): slot t % 2 is rewritten while k tile t - 1's wgmma reads the
+// other. Elements outside the problem are zero (a chunk's bytes past the last element inside the
+// problem are zero-filled), so ragged M, N and K need nothing more.
 //
 // The producer arrives on a stage only once its copies have landed (cp.async.wait_group, a lag of
 // kStages - 2 stages), with an ordinary release arrive: the consumers read the staging buffer with
@@ -26,10 +28,6 @@
 // (fence.proxy.async) before a named barrier. (Arriving from the copies themselves,
 // cp.async.mbarrier.arrive.noinc with the flags copied from a table in global memory, read stale
 // staging on the H100: 2.2e-2 vs float64, and hung; not understood yet.)
-//
-// Measured on the H100 (notes/measurements.md, session 12; a tuning candidate): 1.16-1.24x cuBLAS
-// where A's rows start on words (odd N), behind the SM80 kernels where they straddle (K = 777);
-// ncu: bound by instruction issue (~7200 warp instructions a 128x128x64 k tile), not by memory.
 //
 // GemmUniversal runs it as CUTLASS's cp.async warp-specialized cooperative kernel (one producer
 // warpgroup of 128 threads, two consumer warpgroups); Base is the CollectiveMma CUTLASS's builder
@@ -54,30 +52,28 @@ struct KernelStagedWarpSpecializedCooperative {};
 
 namespace staged_detail {
 
-using unaligned_detail::kLineChunk;  // elements a consumer warp moves at a time
-using unaligned_detail::kProducerWarps;
+constexpr int kProducerThreads = 32 * unaligned_detail::kProducerWarps;
 constexpr int kConsumerWarps = 8;   // two warpgroups
 
 // One operand's tile (kMN x kK: M x K of A or N x K of B), K-major or MN-major in global memory.
-// A line is a row of a K-major operand or a k-row of an MN-major one: kContiguous elements.
+// A line is a row of a K-major operand or a k-row of an MN-major one: kContiguous elements, 8 a
+// 16-byte chunk. A line starting o bytes past a 16-byte boundary (o even, 0-14) lies in kChunks + 1
+// aligned chunks; they are staged as they are, and element e of the line is at byte o + 2 e of its
+// staged line. Lines l and l + 8 are 16 ld bytes apart, so o depends on l % 8 only.
 template <class Element, int kMN, int kK, bool kKMajor>
 struct StagedOperand {
-  static_assert(sizeof(Element) == 2, "pairs of 16-bit elements in a 4-byte word");
+  static_assert(sizeof(Element) == 2, "16-bit elements: a line starts an even number of bytes past a chunk");
   static constexpr int kContiguous = kKMajor ? kK : kMN;
   static constexpr int kLines = kKMajor ? kMN : kK;
-  static_assert(kContiguous % kLineChunk == 0, "lines are moved in chunks of 64 elements");
-  static constexpr int kChunks = kContiguous / kLineChunk;
-  static constexpr int kMainWords = kContiguous / 2;       // words a line starting on a word needs
-  static constexpr int kRowWords = kMainWords + 1;         // one more when it starts 2 bytes past one
-  static constexpr int kStagingWords = kLines * kRowWords;
-  static constexpr int kLinesPerProducerWarp = kLines / kProducerWarps;
-  static_assert(kLines % kProducerWarps == 0 && kLinesPerProducerWarp <= 32, "the last words: a lane a line");
-  static_assert(kMainWords % 32 == 0, "a line's words are copied 32 at a time");
-  static constexpr int kSteps = kLines * kChunks / kConsumerWarps;  // chunks a consumer warp rewrites
-  static_assert((kLines * kChunks) % kConsumerWarps == 0, "every consumer warp rewrites as many chunks");
-  // Consumer steps s and s + kPeriod are 8 lines apart: one swizzle atom further along, at the same
-  // place in it, and 8 staged rows further.
-  static constexpr int kPeriod = kChunks;
+  static constexpr int kChunks = kContiguous / 8;               // 16-byte chunks of a line in wgmma's layout
+  static constexpr int kLineBytes = 16 * (kChunks + 1);         // a staged line: one chunk more
+  static constexpr int kStagingBytes = kLines * kLineBytes;
+  static_assert(32 % kChunks == 0, "a consumer warp rewrites whole lines");
+  // Consumer warp w rewrites lines w, w + 8, ...: every line it moves starts o bytes past a chunk,
+  // for one o, so the shift is the same across the warp (a uniform branch).
+  static constexpr int kLinesPerStep = 32 / kChunks;            // lines a warp rewrites at once
+  static constexpr int kSteps = kLines / (kConsumerWarps * kLinesPerStep);
+  static_assert(kLines % (kConsumerWarps * kLinesPerStep) == 0, "every consumer warp rewrites as many lines");
 
   CUTLASS_DEVICE static int line_extent(int mn_valid, int k_valid) { return kKMajor ? mn_valid : k_valid; }
   CUTLASS_DEVICE static int along_extent(int mn_valid, int k_valid) {
@@ -85,74 +81,101 @@ struct StagedOperand {
     return valid < kContiguous ? valid : int(kContiguous);
   }
 
-  // Whether line `line` of the tile starts 2 bytes past a word.
-  CUTLASS_DEVICE static uint32_t straddles(const Element* tile, int ld, int line) {
-    return (reinterpret_cast<uintptr_t>(tile + line * ld) >> 1) & 1;
-  }
-  // The first of the words holding line `line`.
-  CUTLASS_DEVICE static const char* first_word(const Element* tile, int ld, int line) {
-    return reinterpret_cast<const char*>(reinterpret_cast<uintptr_t>(tile + line * ld) & ~uintptr_t(3));
+  // o / 2 of lines 0-7 of the tile (tile: its first element; ld: leading dimension in elements),
+  // four bits each: what the consumers need to know of the staged lines.
+  CUTLASS_DEVICE static uint32_t line_offsets(const Element* tile, int ld) {
+    uint32_t offsets = 0;
+    CUTLASS_PRAGMA_UNROLL
+    for (int l = 0; l < 8; ++l) offsets |= uint32_t((reinterpret_cast<uintptr_t>(tile + l * ld) & 15) >> 1) << (4 * l);
+    return offsets;
   }
 
-  // Producer: copies the words holding each line of the tile (tile: its first element; ld: the
-  // leading dimension in elements, 128 * ld fits an int) to the staging stage at shared address
-  // `staging`. Word j of a line holds its elements 2 j - s and 2 j + 1 - s (s: the line starts 2
-  // bytes past a word); a word is read only when it holds an element inside the problem.
-  CUTLASS_DEVICE static void copy(const Element* tile, int ld, int mn_valid, int k_valid, int warp, int lane,
+  // Producer (thread 0..127): the chunks holding each line of the tile to the staging stage at shared
+  // address `staging` (128 * ld fits an int). A chunk's bytes past the line's last element inside
+  // the problem are zero-filled (so ragged M, N and K need nothing more); its bytes before the
+  // line's first element are read (they share the 16-byte chunk, so the allocation) and never used.
+  // (compute-sanitizer counts a cp.async's whole 16 bytes even where src-size is less: with every
+  // tensor its own cudaMalloc, PYTORCH_NO_CUDA_MEMORY_CACHING=1, it reports the chunk holding an
+  // operand's last bytes as reaching past its allocation; torch's allocator rounds blocks to 512
+  // bytes, and there it reports nothing.)
+  // A thread copies chunk c = thread % kChunks of lines kMainLineStep apart (for 64- and 128-wide
+  // lines a multiple of 8: one o, so one byte count), and then the last chunk of line `thread`.
+  CUTLASS_DEVICE static void copy(const Element* tile, int ld, int mn_valid, int k_valid, int thread,
                                   uint32_t staging) {
-    const int lines = line_extent(mn_valid, k_valid), along_valid = along_extent(mn_valid, k_valid);
-    CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < kLinesPerProducerWarp; ++i) {
-      const int line = warp + kProducerWarps * i;
-      const int s = straddles(tile, ld, line);
-      const char* words = first_word(tile, ld, line);
-      const uint32_t row = staging + uint32_t(line * kRowWords * 4);
+    const int lines = line_extent(mn_valid, k_valid), along_bytes = 2 * along_extent(mn_valid, k_valid);
+    {
+      const int c = thread % kChunks, line = thread / kChunks;
+      const Element* first = tile + line * ld;
+      const int o = int(reinterpret_cast<uintptr_t>(first) & 15);
+      const uint32_t dst = staging + uint32_t(line * kLineBytes + 16 * c);
       CUTLASS_PRAGMA_UNROLL
-      for (int it = 0; it < kMainWords / 32; ++it) {
-        const int j = lane + 32 * it, e = 2 * j - s;
-        const int bytes = line >= lines ? 0 : e + 1 < along_valid ? 4 : e < along_valid ? 2 : 0;
-        copy_word(row + 4 * j, words + 4 * j, bytes);
+      for (int i = 0; i < kMainSteps; ++i) {
+        // lines 8 apart share o; a 256-wide line's 32 chunks leave a thread lines 4 apart
+        const Element* first_i = first + i * kMainLineStep * ld;
+        const int o_i = kMainLineStep % 8 == 0 ? o : int(reinterpret_cast<uintptr_t>(first_i) & 15);
+        copy_chunk(dst + uint32_t(i * kMainLineStep * kLineBytes), first_i - o_i / 2 + 8 * c,
+                   line + i * kMainLineStep < lines ? clamp_chunk(o_i + along_bytes - 16 * c) : 0);
       }
     }
-    if (lane < kLinesPerProducerWarp) {  // word kMainWords of line warp + 4 lane: element kContiguous - 1 if s
-      const int line = warp + kProducerWarps * lane;
-      const int s = straddles(tile, ld, line);
-      const int e = kContiguous - s;  // the word's first element; with s = 0 none of the line's
-      const int bytes = line < lines && s && e < along_valid ? 2 : 0;
-      copy_word(staging + uint32_t((line * kRowWords + kMainWords) * 4), first_word(tile, ld, line) + 4 * kMainWords,
-                bytes);
-    }
-  }
-
-  // bytes (4, 2 or 0) of the word at src to shared memory at dst, the rest zero-filled.
-  CUTLASS_DEVICE static void copy_word(uint32_t dst, const char* src, int bytes) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
-  }
-
-  // Consumers (thread 0..255): the staged stage at shared address `staging` into `slot`, the (kMN,
-  // kK) tensor of one slot in wgmma's layout, where a pair's two elements are adjacent (within a
-  // 16-byte chunk along the contiguous mode). straddle: bit p for the lines of parity p.
-  template <class Slot>
-  CUTLASS_DEVICE static void rewrite(uint32_t staging, Slot&& slot, uint32_t straddle, int warp, int lane) {
-    uint32_t src[kPeriod], dst[kPeriod], selector[kPeriod];
     CUTLASS_PRAGMA_UNROLL
-    for (int s = 0; s < kPeriod; ++s) {
-      const int q = warp + kConsumerWarps * s;
-      const int line = q / kChunks, c = (q % kChunks) * kLineChunk + 2 * lane;
-      src[s] = staging + uint32_t((line * kRowWords + c / 2) * 4);
-      dst[s] = cute::cast_smem_ptr_to_uint(&slot(kKMajor ? line : c, kKMajor ? c : line));
-      selector[s] = (straddle >> (line & 1)) & 1 ? 0x5432u : 0x3210u;
+    for (int line = thread; line < kLines; line += kProducerThreads) {
+      const Element* first = tile + line * ld;
+      const int o = int(reinterpret_cast<uintptr_t>(first) & 15);
+      copy_chunk(staging + uint32_t(line * kLineBytes + 16 * kChunks), first - o / 2 + 8 * kChunks,
+                 line < lines ? clamp_chunk(o + along_bytes - 16 * kChunks) : 0);
     }
-    const uint32_t src_atom = 8 * kRowWords * 4;
-    const uint32_t dst_atom = unaligned_detail::eight_lines_bytes<kKMajor>(slot);
+  }
+  static constexpr int kMainLineStep = kProducerThreads / kChunks;
+  static_assert(kProducerThreads % kChunks == 0, "a thread copies one chunk of its lines");
+  static constexpr int kMainSteps = kLines / kMainLineStep;
+  static_assert(kLines % kMainLineStep == 0, "every producer thread copies as many chunks");
+
+  CUTLASS_DEVICE static int clamp_chunk(int bytes) { return bytes <= 0 ? 0 : bytes >= 16 ? 16 : bytes; }
+  // bytes (0-16) of the 16-byte chunk at src to shared memory at dst, the rest zero-filled.
+  CUTLASS_DEVICE static void copy_chunk(uint32_t dst, const Element* src, int bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
+  }
+
+  // Consumers (warp 0..7 of the two warpgroups): the staged stage at shared address `staging` into
+  // `slot`, the (kMN, kK) tensor of one slot in wgmma's layout (CUTLASS's 128-byte-swizzled atoms:
+  // a line's 16-byte chunks stay whole). offsets: line_offsets() of the stage.
+  template <class Slot>
+  CUTLASS_DEVICE static void rewrite(uint32_t staging, Slot&& slot, uint32_t offsets, int warp, int lane) {
+    const int line = warp + kConsumerWarps * (lane / kChunks), q = lane % kChunks;
+    const uint32_t from = staging + uint32_t(line * kLineBytes + 16 * q);
+    const uint32_t to = cute::cast_smem_ptr_to_uint(&slot(kKMajor ? line : 8 * q, kKMajor ? 8 * q : line));
+    const uint32_t to_step = kLinesPerStep * unaligned_detail::eight_lines_bytes<kKMajor>(slot);
+    switch ((offsets >> (4 * warp)) & 15) {  // o / 2 of the warp's lines
+      case 0: shift<0>(from, to, to_step); break;
+      case 1: shift<2>(from, to, to_step); break;
+      case 2: shift<4>(from, to, to_step); break;
+      case 3: shift<6>(from, to, to_step); break;
+      case 4: shift<8>(from, to, to_step); break;
+      case 5: shift<10>(from, to, to_step); break;
+      case 6: shift<12>(from, to, to_step); break;
+      default: shift<14>(from, to, to_step); break;
+    }
+  }
+
+  // A lane's chunk of each step: the 16 bytes at kO past its staged chunk (two 16-byte loads, four
+  // byte_perms where kO is not a multiple of 4), stored to wgmma's layout as one 16-byte store.
+  template <int kO>
+  CUTLASS_DEVICE static void shift(uint32_t from, uint32_t to, uint32_t to_step) {
+    constexpr uint32_t kFromStep = kConsumerWarps * kLinesPerStep * kLineBytes;
     CUTLASS_PRAGMA_UNROLL
     for (int s = 0; s < kSteps; ++s) {
-      const uint32_t from = src[s % kPeriod] + uint32_t(s / kPeriod) * src_atom;
-      uint32_t lo, hi;
-      asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(lo) : "r"(from));
-      asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(hi) : "r"(from + 4));
-      const uint32_t pair = __byte_perm(lo, hi, selector[s % kPeriod]);
-      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(dst[s % kPeriod] + uint32_t(s / kPeriod) * dst_atom), "r"(pair));
+      uint32_t v[8], out[4];
+      const uint32_t src = from + s * kFromStep;
+      asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                   : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3]) : "r"(src));
+      if constexpr (kO != 0) {
+        asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(v[4]), "=r"(v[5]), "=r"(v[6]), "=r"(v[7]) : "r"(src + 16));
+      }
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < 4; ++i) out[i] = kO % 4 ? __byte_perm(v[kO / 4 + i], v[kO / 4 + i + 1], 0x5432u) : v[kO / 4 + i];
+      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(to + s * to_step), "r"(out[0]), "r"(out[1]),
+                   "r"(out[2]), "r"(out[3]));
     }
   }
 };
@@ -186,9 +209,9 @@ struct Sm90StagedMainloop : Sm90UnalignedMainloopBase<Base> {
   struct TensorStorage : cute::aligned_struct<128, cute::_0> {
     cute::array_aligned<Element, cute::cosize_v<SlotLayoutA>, 1024> slot_A;
     cute::array_aligned<Element, cute::cosize_v<SlotLayoutB>, 1024> slot_B;
-    cute::array_aligned<uint32_t, kStages * OperandA::kStagingWords, 16> staging_A;
-    cute::array_aligned<uint32_t, kStages * OperandB::kStagingWords, 16> staging_B;
-    cute::array_aligned<uint32_t, kStages, 16> straddle;  // bits 0-1: A's even / odd lines; 2-3: B's
+    cute::array_aligned<uint32_t, kStages * OperandA::kStagingBytes / 4, 128> staging_A;
+    cute::array_aligned<uint32_t, kStages * OperandB::kStagingBytes / 4, 128> staging_B;
+    cute::array_aligned<uint32_t, 2 * kStages, 16> line_offsets;  // a stage's A and B: line_offsets()
   };
   using PipelineStorage = typename MainloopPipeline::SharedStorage;
   struct SharedStorage {
@@ -205,7 +228,7 @@ struct Sm90StagedMainloop : Sm90UnalignedMainloopBase<Base> {
                            int thread_idx, TensorStorage& shared) {
     using namespace cute;
     constexpr int kLag = kStages - 2;  // stages whose copies may still be in flight
-    const int warp = (thread_idx / 32) % staged_detail::kProducerWarps, lane = thread_idx % 32;
+    const int thread = thread_idx % staged_detail::kProducerThreads;
     const int m_valid = int(get<0>(residue_mnk)), n_valid = int(get<1>(residue_mnk));
     const int k_extent = int(size<1>(gA) * size<2>(gA) + get<2>(residue_mnk));  // K
     const int lda = Common::leading_dimension(gA, kKMajorA), ldb = Common::leading_dimension(gB, kKMajorB);
@@ -221,12 +244,12 @@ struct Sm90StagedMainloop : Sm90UnalignedMainloopBase<Base> {
       const Element* tile_b = &gB(0, 0, k_tile);
       pipeline.producer_acquire(smem_pipe_write);
       const int stage = smem_pipe_write.index();
-      if (thread_idx == 0) {
-        shared.straddle[stage] = OperandA::straddles(tile_a, lda, 0) | OperandA::straddles(tile_a, lda, 1) << 1 |
-                                 OperandB::straddles(tile_b, ldb, 0) << 2 | OperandB::straddles(tile_b, ldb, 1) << 3;
+      if (thread == 0) {
+        shared.line_offsets[2 * stage] = OperandA::line_offsets(tile_a, lda);
+        shared.line_offsets[2 * stage + 1] = OperandB::line_offsets(tile_b, ldb);
       }
-      OperandA::copy(tile_a, lda, m_valid, k_valid, warp, lane, staging_a + uint32_t(stage * OperandA::kStagingWords * 4));
-      OperandB::copy(tile_b, ldb, n_valid, k_valid, warp, lane, staging_b + uint32_t(stage * OperandB::kStagingWords * 4));
+      OperandA::copy(tile_a, lda, m_valid, k_valid, thread, staging_a + uint32_t(stage * OperandA::kStagingBytes));
+      OperandB::copy(tile_b, ldb, n_valid, k_valid, thread, staging_b + uint32_t(stage * OperandB::kStagingBytes));
       cutlass::arch::cp_async_fence();
       ++smem_pipe_write;
       if (++in_flight > kLag) {  // the copies of the oldest stage in flight have landed: publish it
@@ -273,11 +296,11 @@ struct Sm90StagedMainloop : Sm90UnalignedMainloopBase<Base> {
     for (int t = 0; t < k_tile_count; ++t) {
       pipeline.consumer_wait(smem_pipe_read, pipeline.consumer_try_wait(smem_pipe_read));
       const int stage = smem_pipe_read.index(), slot = t & 1;
-      const uint32_t straddle = shared.straddle[stage];
+      const uint32_t offsets_a = shared.line_offsets[2 * stage], offsets_b = shared.line_offsets[2 * stage + 1];
       consumers_sync();  // k tile t - 2's wgmma, the slot's last reader, is done in both warpgroups
-      OperandA::rewrite(staging_a + uint32_t(stage * OperandA::kStagingWords * 4), sA(_, _, slot), straddle & 3,
+      OperandA::rewrite(staging_a + uint32_t(stage * OperandA::kStagingBytes), sA(_, _, slot), offsets_a,
                         warp, lane);
-      OperandB::rewrite(staging_b + uint32_t(stage * OperandB::kStagingWords * 4), sB(_, _, slot), straddle >> 2,
+      OperandB::rewrite(staging_b + uint32_t(stage * OperandB::kStagingBytes), sB(_, _, slot), offsets_b,
                         warp, lane);
       cutlass::arch::fence_view_async_shared();  // generic stores, read by wgmma through the async proxy
       consumers_sync();

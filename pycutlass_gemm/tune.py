@@ -9,6 +9,7 @@ the package ships for the GPU it was measured on (copy it into pycutlass_gemm/ta
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 import torch
@@ -33,6 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--limit-s", type=float, metavar="SECONDS",
                         help="--sweep: stop after this long; run again to go on")
     parser.add_argument("--quick", action="store_true", help="--sweep: a few problems only")
+    parser.add_argument("--classes", metavar="REGEX",
+                        help="--sweep: only the problems whose table class matches (re.search), e.g. ' unaligned$' "
+                             "to measure a kernel for 16-bit operands TMA cannot load on the classes it is for "
+                             "(it can run aligned problems too: without this, they would all be measured again)")
     parser.add_argument("--force", action="store_true", help="--shapes: tune again what the cache already holds")
     return parser
 
@@ -48,6 +53,9 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.sweep:
         problems = tune_sweep.sweep_problems(args.quick)
+        if args.classes:
+            problems = [(w, p) for w, p in problems
+                        if re.search(args.classes, heuristics.problem_class(*w.meta_inputs(p), p.gemm_precision))]
         left = tune_sweep.run_sweep(problems, args.measurements, limit_s=args.limit_s)
         if left:
             return 3

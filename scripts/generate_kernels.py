@@ -35,20 +35,25 @@ SCHEDULE = {  # short name: (mainloop schedule, epilogue schedule, words)
     # stored from registers element by element (cpp/sm90_ldg_mainloop.cuh)
     "coopldg": ("KernelLdgWarpSpecializedCooperative", "cutlass::epilogue::NoSmemWarpSpecialized",
                 "cooperative, loads through registers, any alignment"),
-    # the same, the producer copying each line's words with cp.async into a staging buffer and the
-    # consumers shifting them into wgmma's layout (cpp/sm90_staged_mainloop.cuh)
+    # the same, the producer copying each line's 16-byte chunks with cp.async into a staging buffer
+    # and the consumers shifting them into wgmma's layout (cpp/sm90_staged_mainloop.cuh)
     "coopstaged": ("KernelStagedWarpSpecializedCooperative", "cutlass::epilogue::NoSmemWarpSpecialized",
                    "cooperative, cp.async words staged and shifted on chip, any alignment"),
 }
 SCHEDULER = {"persistent": "cutlass::gemm::PersistentScheduler", "streamk": "cutlass::gemm::StreamKScheduler",
              "splitk": "SplitKParallelScheduler"}
 # Auto dispatch: large-tile persistent first (it ranks itself at 80, below stream-K, on
-# few-tile long-K problems: CutlassSm90Gemm::priority), then stream-K, then the SM80 tensor-op
-# kernels for 16-bit operands that TMA cannot load (unaligned), then SIMT fp32 (the fallback is 0).
+# few-tile long-K problems: CutlassSm90Gemm::priority), then stream-K, then for 16-bit operands
+# that TMA cannot load (unaligned) the staged wgmma kernels and then the SM80 tensor-op ones, then
+# SIMT fp32 (the fallback is 0).
 PRIORITY = {"persistent": 100, "streamk": 90, "splitk": 50}
 SM80_PRIORITY = 70
-# 16-bit inputs at any alignment on wgmma (tuning candidates): behind the SM80 kernels, faster on most shapes
-UNALIGNED_INPUTS_PRIORITY = 65
+# 16-bit inputs at any alignment on wgmma, staged in 16-byte chunks: ahead of the SM80 kernels (70, their
+# wide tile 75), behind the TMA ones, except where SM80 splits K and they cannot (long K over few tiles)
+# and for K < 32; the 128x256 tile ranks itself 1 higher where its tiles fill half the SMs, else 10
+# lower (CutlassSm90Gemm::priority). The LDG mainloop (tuning candidate) behind SM80.
+STAGED_PRIORITY = 76
+LDG_PRIORITY = 65
 # TMA inputs, D at any alignment: behind the TMA kernels (persistent 100, or 80 with poor waves; stream-K
 # 90), ahead of the SM80 ones (70, their wide tile 75)
 ANY_OUTPUT_PRIORITY = 78
@@ -80,8 +85,10 @@ class Kernel:
     def priority(self):
         if self.family == "sm80":
             return SM80_PRIORITY
-        if self.schedule in ("coopldg", "coopstaged"):
-            return UNALIGNED_INPUTS_PRIORITY
+        if self.schedule == "coopstaged":
+            return STAGED_PRIORITY
+        if self.schedule == "coopldg":
+            return LDG_PRIORITY
         if self.family == "sm90" and self.scheduler == "splitk":
             return SM90_SPLIT_K_PRIORITY + (self.tile[1] > 128)
         return ANY_OUTPUT_PRIORITY if self.any_output else PRIORITY[self.scheduler]
@@ -229,9 +236,24 @@ def all_kernels():
         kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 256, 64), (2, 1), "coop", "persistent",
                               any_output=True))
     # bf16 / f16 operands TMA cannot load (pointers, leading dimensions or rows not 16-byte
-    # multiples): CUTLASS 2.x tensor op, element alignment, register-staged 2-stage mainloop
-    # (cp.async cannot move 2 bytes). See cpp/cutlass_sm80_gemm.cuh for the choices.
-    # Two tiles: 128x128, and 128x256 for problems of more than one tile row (CutlassSm80Gemm::priority).
+    # multiples: K = 777, N = 1001): wgmma, each line's 16-byte chunks staged by cp.async and shifted
+    # into place on chip (cpp/sm90_staged_mainloop.cuh), D stored from registers. H100, bf16 rr, ms
+    # (x cuBLAS) against the SM80 128x256 kernel below: 2048x1001x2048 0.048 (1.72x) / 0.077,
+    # 8192x1001x4096 0.291 (1.83x) / 0.480, 1000x3000x777 0.046 (1.33x) / 0.056, 1000x1000x777 0.024
+    # / 0.057, 777^3 0.027 (0.85x) / 0.048. The 128x256x32 tile where its tiles fill half the SMs:
+    # 4095^3 0.593 (1.53x) against 128x128's 0.670, 4096x50257x1023 2.446 / 2.783 (SM80 2.695); in
+    # the sweep of the unaligned classes it was fastest at 77 / 75 / 24 points of bf16 rr / cr / cc
+    # (0.84-0.91x there without it), 9 of rc (0.91x) and 55 of f16 rr (0.91x): registered for bf16
+    # rr, cr, cc and f16 rr (the GPU build's 5 minutes).
+    for dtype, la_lb in itertools.product(["bf16", "f16"], LAYOUTS):
+        kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 128, 64), (1, 1), "coopstaged", "persistent"))
+        if la_lb in (("rr", "cr", "cc") if dtype == "bf16" else ("rr",)):
+            kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 256, 32), (1, 1), "coopstaged",
+                                  "persistent"))
+    # The same problems on CUTLASS 2.x tensor op, element alignment, register-staged 2-stage
+    # mainloop (cp.async cannot move 2 bytes; cpp/cutlass_sm80_gemm.cuh): behind the staged kernels,
+    # ahead of them only where a table measured it. Two tiles: 128x128, and 128x256 for problems of
+    # more than one tile row (CutlassSm80Gemm::priority).
     for dtype, la_lb, tile in itertools.product(["bf16", "f16"], LAYOUTS, [(128, 128, 32), (128, 256, 32)]):
         kernels.append(sm80(dtype, la_lb, tile))
     # IEEE fp32 on CUDA cores: 128x128 (split-K for few tiles, the large-K workload) and 128x256 with
@@ -313,14 +335,14 @@ def tuning_kernels():
         sm80("bf16", "rr", (256, 128, 32), (64, 64, 32)),
         sm80("bf16", "rr", (128, 128, 32), (64, 32, 32)), sm80("bf16", "rr", (64, 128, 32), (32, 64, 32)),
         sm80("bf16", "rr", (128, 64, 32), (64, 32, 32)),
-    ] + [  # unaligned bf16 inputs on wgmma, both right on the H100 (GPU suite cases, compute-sanitizer;
-        # notes/measurements.md, session 12). coopldg: the producer loads pairs through registers
-        # (cpp/sm90_ldg_mainloop.cuh), slower than SM80 everywhere (1000x3000x777 rr 0.073 ms against
-        # 0.056). coopstaged: cp.async words staged, shifted by the consumers
-        # (cpp/sm90_staged_mainloop.cuh), ahead of SM80 where A's rows start on words (2048x1001x2048 rr
-        # 0.072 against 0.078), behind where they straddle; joins all_kernels() after a sweep.
-        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 128, 64), (1, 1), schedule, "persistent")
-        for la_lb in LAYOUTS for schedule in ("coopldg", "coopstaged")
+    ] + [  # unaligned bf16 inputs on wgmma, the producer loading pairs through registers
+        # (cpp/sm90_ldg_mainloop.cuh; right on the H100, notes/measurements.md, session 12): slower than
+        # SM80 everywhere (1000x3000x777 rr 0.073 ms against 0.056), and than the staged kernels.
+        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 128, 64), (1, 1), "coopldg", "persistent")
+        for la_lb in LAYOUTS
+    ] + [  # the staged mainloop with stream-K: 1000x3000x777 rr 0.048 ms, 777^3 0.029, against the
+        # persistent 128x128's 0.046 and 0.027
+        Kernel("sm90", "bf16", "r", "r", (128, 128, 64), (1, 1), "coopstaged", "streamk"),
     ] + [  # 4- and 8-byte aligned bf16: cp.async multistage (CUTLASS generator: GenerateSM80_TensorOp_16816)
         sm80("bf16", "rr", (128, 128, 32), (64, 64, 32), stages=4, alignment=2),
         sm80("bf16", "rr", (128, 128, 32), (64, 64, 32), stages=4, alignment=4),

@@ -47,7 +47,8 @@ def test_kernel_matches_float64_and_fallback(case):
 
 # (m, n, k, layout of A, layout of B): the workloads, then shapes whose rows are not 16-byte
 # multiples (TMA kernels refuse them; auto must pass them on: for 16-bit types to the alignment-1
-# cutlass_sm80 kernels, or with only D unaligned to the TMA kernels that store D from registers),
+# staged wgmma or cutlass_sm80 kernels, or with only D unaligned to the TMA kernels that store D
+# from registers),
 # the shapes of tracker issue 10, and a single output column.
 AUTO_SHAPES = [w for w in WORKLOADS.values()] + [
     (127, 259, 200, "col", "row"), (1000, 3000, 777, "row", "row"), (2048, 1001, 2048, "row", "row"),
@@ -90,12 +91,14 @@ def test_auto_dispatch(chooser, dtype, precision, m, n, k, la, lb):
         assert chosen == "fallback"
         return
     assert chosen in runnable
-    # TMA kernels first whenever they can take the problem; the alignment-1 tensor-op kernels
-    # (priority 70) only for what they cannot.
-    if any(name.startswith("sm90_") for name in runnable):
-        assert chosen.startswith("sm90_"), f"an SM90 kernel can run this, auto chose {chosen}"
-    elif dtype in (torch.bfloat16, torch.float16) and any(name.startswith("sm80_") for name in runnable):
-        assert chosen.startswith("sm80_"), f"an SM80 tensor-op kernel can run this, auto chose {chosen}"
+    # TMA kernels first whenever they can take the problem; the alignment-1 tensor-core kernels
+    # (the staged wgmma ones and SM80's) only for what they cannot.
+    any_alignment = {kern["name"] for kern in cutlass_kernels() if kern["alignment"] == 1}
+    if any(name.startswith("sm90_") and name not in any_alignment for name in runnable):
+        assert chosen.startswith("sm90_") and chosen not in any_alignment, \
+            f"a TMA kernel can run this, auto chose {chosen}"
+    elif dtype in (torch.bfloat16, torch.float16) and any(name in any_alignment for name in runnable):
+        assert chosen in any_alignment, f"an alignment-1 tensor-core kernel can run this, auto chose {chosen}"
     if (m, n, k) == WORKLOADS["large_k"][:3] and any("streamk" in name for name in runnable):
         assert "streamk" in chosen or (chosen.startswith("sm90_") and "_splitk" in chosen), \
             f"large K should run stream-K or split-K, auto chose {chosen}"
