@@ -230,8 +230,9 @@ class CutlassSm90Gemm : public GemmKernel {
   // TMA mainloop, for problems whose inputs TMA loads but whose output it cannot store (an odd N
   // with B column-major: x @ W.T onto a vocabulary of 50257).
   static constexpr bool kAnyOutput = std::is_same_v<EpilogueSchedule_, cutlass::epilogue::NoSmemWarpSpecialized>;
-  static constexpr int kOutputAlignment = kAnyOutput ? 1 : kAlignment;
-  static_assert(!kUnalignedInputs || kAnyOutput, "the any-alignment mainloops store D from registers");
+  // A TMA epilogue (D, and C, 16-byte aligned) also behind the any-alignment mainloops: odd K
+  // leaves A's rows unaligned while D's rows (N) may be aligned.
+  static constexpr int kOutputAlignment = kAnyOutput ? 1 : 16 / int(sizeof(Element));
   static_assert(!kAnyOutput || (!kBias && !kTransposed), "no bias row or D^T with the no-smem epilogue");
   static_assert(!kSplitK || (!kAnyOutput && !kUnalignedInputs), "split-K in parallel: TMA in and out");
   // Split-K in parallel: the kernel writes fp32 partial products (no C); the reduction writes D
@@ -323,7 +324,7 @@ class CutlassSm90Gemm : public GemmKernel {
   // user's M when computing D^T) is at most 128 (half its columns padding: 128x128x262144 bf16 ran
   // 0.085 ms on 128x256 against 0.070 on 128x128).
   static constexpr int kNotLongKPriority = 45;
-  // The any-alignment mainloops (staged: 76, ahead of the SM80 kernels' 70-75) do not split K, and
+  // The any-alignment mainloops (staged: 76, 79 with D by TMA; ahead of the SM80 kernels' 70-75) do not split K, and
   // the SM80 kernels do (serially) where their tiles cannot fill the SMs. H100 sweep of the
   // unaligned classes, staged 128x128 against SM80 (median speed ratio): 0.42-0.91x for K >= 4096
   // over at most a quarter of the SMs' worth of tiles, 0.75x for K = 65535 over fewer tiles than
@@ -392,13 +393,19 @@ class CutlassSm90Gemm : public GemmKernel {
     if (p.batch > 1) {
       // A runtime stride of 0 would reach cuTensorMapEncodeTiled as a zero global
       // stride (cute only drops compile-time-0 modes); not verified, so refused. The
-      // any-alignment mainloops and their epilogue address the batch with plain offsets.
-      if (!kUnalignedInputs && (p.a.batch_stride == 0 || p.b.batch_stride == 0 || (beta && p.c.batch_stride == 0)))
+      // any-alignment mainloops and the no-smem epilogue address the batch with plain offsets.
+      if ((!kUnalignedInputs && (p.a.batch_stride == 0 || p.b.batch_stride == 0)) ||
+          (!kAnyOutput && beta && p.c.batch_stride == 0))
         return "batch_stride 0 (an operand broadcast over the batch) is not supported with TMA";
       if (p.d.batch_stride == 0) return "D needs a nonzero batch stride";
       if (p.a.batch_stride < 0 || p.b.batch_stride < 0 || (beta && p.c.batch_stride < 0) || p.d.batch_stride < 0)
         return "negative batch strides are not supported";
     }
+    // Behind the any-alignment mainloops, CUTLASS's cp.async kernel runs the epilogue's loads of C
+    // from all four producer warps, and its TMA epilogue expects one loader: C is read only by the
+    // no-smem epilogue (_anyout) there.
+    if (kUnalignedInputs && !kAnyOutput && beta)
+      return "reads C (beta != 0) only with the no-smem epilogue (the _anyout twin)";
     if constexpr (kUnalignedInputs) {  // the any-alignment mainloops address a tile's lines with int offsets
       constexpr int64_t kMaxLd = int64_t(1) << 24;
       if (p.a.ld(sm90_detail::layout_of<LayoutA_>()) > kMaxLd || p.b.ld(sm90_detail::layout_of<LayoutB_>()) > kMaxLd)

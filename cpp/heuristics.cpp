@@ -31,14 +31,17 @@ int input_alignment(const GemmProblem& p) {
   return std::min(operand_alignment(p.a, p.a.layout(), elem, batched), operand_alignment(p.b, p.b.layout(), elem, batched));
 }
 
-// The smallest alignment of any operand the kernels read or write (C only when it is read).
-int problem_alignment(const GemmProblem& p) {
+// The smaller alignment of D and C (C only when it is read).
+int output_alignment(const GemmProblem& p) {
   const int elem = dtype_size(p.dtype);
   const bool batched = p.batch > 1;
-  int bytes = std::min(input_alignment(p), operand_alignment(p.d, p.d.layout(), elem, batched));
+  int bytes = operand_alignment(p.d, p.d.layout(), elem, batched);
   if (p.beta != 0.0 && !has_bias_row(p)) bytes = std::min(bytes, operand_alignment(p.c, p.c.layout(), elem, batched));
   return bytes;
 }
+
+// The smallest alignment of any operand the kernels read or write.
+int problem_alignment(const GemmProblem& p) { return std::min(input_alignment(p), output_alignment(p)); }
 
 int64_t next_power_of_two(int64_t v) {
   int64_t p = 1;
@@ -87,9 +90,11 @@ std::string problem_class(const GemmProblem& p) {
   std::string c = std::string(dtype_name(p.dtype)) + " " + precision_name(p.precision) + " " +
                   layout_name(p.a.layout()) + " " + layout_name(p.b.layout()) + " ";
   // A and B 16-byte aligned but C or D not (an odd N with B column-major: a vocabulary projection)
-  // is a class of its own: TMA still loads the inputs.
+  // is a class of its own: TMA still loads the inputs. So is the reverse (an odd K: A's rows are
+  // unaligned, D's not): TMA still stores D.
   if (problem_alignment(p) == 16) return c + "aligned";
-  return c + (input_alignment(p) == 16 ? "unaligned-output" : "unaligned");
+  if (input_alignment(p) == 16) return c + "unaligned-output";
+  return c + (output_alignment(p) == 16 ? "unaligned-input" : "unaligned");
 }
 
 void set_measured_tables(std::vector<MeasuredTable> in) {

@@ -3,7 +3,7 @@
 // before its priority rules; both only ever name a kernel, which must still pass can_implement().
 //
 // The table holds, per problem class (dtype, precision, layouts of A and B, whether every operand
-// is 16-byte aligned, or only the output is not), the fastest kernel measured at points (m, n, k, batch) log-spaced over
+// is 16-byte aligned, or only the output or only the inputs are not), the fastest kernel measured at points (m, n, k, batch) log-spaced over
 // 1..65536. Distances are in octaves (the sum of |log2| ratios of m, n, k and batch). A measured
 // problem takes its point's choice; another takes the kernel fastest at most of the points of its
 // class within kVoteOctaves of its nearest point (a majority of the surrounding region). A table
@@ -33,7 +33,8 @@ struct MeasuredTable {
 };
 
 // The class a problem's table entries are looked up in, e.g. "bfloat16 ieee row col aligned"
-// ("unaligned": A or B is not 16-byte aligned; "unaligned-output": only C or D is).
+// ("unaligned": A or B and C or D are not 16-byte aligned; "unaligned-output": only C or D is;
+// "unaligned-input": only A or B is).
 std::string problem_class(const GemmProblem& p);
 
 // Replaces the tables plan() reads (and forgets cached plans).

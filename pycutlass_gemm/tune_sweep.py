@@ -44,17 +44,19 @@ def fits(w: Workload, p: Precision) -> bool:
 def sweep_problems(quick: bool = False) -> list[tuple[Workload, Precision]]:
     """Every (problem, precision) the sweep times, without repeats, most used first (a sweep cut
     short by its time limit has the benchmark's shapes, then bf16 and tf32)."""
-    grids: list[tuple[str, Sequence[int], Sequence[str], bool, int]] = [
-        # precision, sizes, layouts, aligned, batch
+    grids: list[tuple[str, Sequence[int], Sequence[str], bool | str, int]] = [
+        # precision, sizes, layouts, aligned (True; False: m, n and k odd; "k": k odd), batch
         ("bf16", SIZES, LAYOUTS, True, 1),
         ("tf32", SIZES, LAYOUTS, True, 1),
         ("bf16", COARSE, LAYOUTS, False, 1),
+        ("bf16", COARSE, LAYOUTS, "k", 1),  # odd K, D aligned: x @ W with an odd hidden size
         ("bf16", BATCHED[0][1], ("rr", "rc", "cr"), True, BATCHED[0][0]),
         ("bf16", BATCHED[1][1], ("rr", "rc", "cr"), True, BATCHED[1][0]),
         ("tf32", BATCHED[0][1], ("rr", "rc", "cr"), True, BATCHED[0][0]),
         ("tf32", BATCHED[1][1], ("rr", "rc", "cr"), True, BATCHED[1][0]),
         ("fp16", COARSE, LAYOUTS, True, 1),
         ("fp16", COARSE, ("rr", "rc"), False, 1),
+        ("fp16", COARSE, ("rr", "rc"), "k", 1),
         ("tf32", COARSE, LAYOUTS, False, 1),
         ("fp32", COARSE, LAYOUTS, True, 1),
         ("tf32x3", COARSE, LAYOUTS, True, 1),
@@ -68,7 +70,9 @@ def sweep_problems(quick: bool = False) -> list[tuple[Workload, Precision]]:
         problems += [(Workload.problem(w.m, w.n, w.k, w.layout, w.batch), p) for w, p in parse_shapes(USER_SHAPES)]
     for name, sizes, layouts, aligned, batch in grids:
         for m, n, k in itertools.product(sizes, repeat=3):
-            if not aligned:
+            if aligned == "k":
+                k = unaligned(k)
+            elif not aligned:
                 m, n, k = unaligned(m), unaligned(n), unaligned(k)
             for layout in layouts:
                 problems.append((Workload.problem(m, n, k, layout, batch), _BY_NAME[name]))

@@ -31,14 +31,15 @@ SCHEDULE = {  # short name: (mainloop schedule, epilogue schedule, words)
     # memory between TMA and wgmma (cpp/sm90_tf32_smem_rewrite_mainloop.cuh)
     "cooptranspose": ("KernelTmaWarpSpecializedCooperativeSmemTranspose",
                       "cutlass::epilogue::TmaWarpSpecializedCooperative", "cooperative, smem transpose"),
-    # 16-bit operands at any alignment: the producer loads through registers (not TMA) and D is
-    # stored from registers element by element (cpp/sm90_ldg_mainloop.cuh)
-    "coopldg": ("KernelLdgWarpSpecializedCooperative", "cutlass::epilogue::NoSmemWarpSpecialized",
-                "cooperative, loads through registers, any alignment"),
+    # 16-bit operands A and B at any alignment: the producer loads through registers, not TMA
+    # (cpp/sm90_ldg_mainloop.cuh); only with any_output (D stored from registers)
+    "coopldg": ("KernelLdgWarpSpecializedCooperative", "cutlass::epilogue::TmaWarpSpecializedCooperative",
+                "cooperative, A and B loaded through registers at any alignment"),
     # the same, the producer copying each line's 16-byte chunks with cp.async into a staging buffer
-    # and the consumers shifting them into wgmma's layout (cpp/sm90_staged_mainloop.cuh)
-    "coopstaged": ("KernelStagedWarpSpecializedCooperative", "cutlass::epilogue::NoSmemWarpSpecialized",
-                   "cooperative, cp.async words staged and shifted on chip, any alignment"),
+    # and the consumers shifting them into wgmma's layout (cpp/sm90_staged_mainloop.cuh); D by TMA,
+    # or with any_output from registers
+    "coopstaged": ("KernelStagedWarpSpecializedCooperative", "cutlass::epilogue::TmaWarpSpecializedCooperative",
+                   "cooperative, A and B at any alignment (cp.async 16-byte chunks staged and shifted on chip)"),
 }
 SCHEDULER = {"persistent": "cutlass::gemm::PersistentScheduler", "streamk": "cutlass::gemm::StreamKScheduler",
              "splitk": "SplitKParallelScheduler"}
@@ -53,6 +54,7 @@ SM80_PRIORITY = 70
 # and for K < 32; the 128x256 tile ranks itself 1 higher where its tiles fill half the SMs, else 10
 # lower (CutlassSm90Gemm::priority). The LDG mainloop (tuning candidate) behind SM80.
 STAGED_PRIORITY = 76
+STAGED_TMA_OUTPUT_PRIORITY = 79  # the same mainloops with D (and C) by TMA, where D is aligned
 LDG_PRIORITY = 65
 # TMA inputs, D at any alignment: behind the TMA kernels (persistent 100, or 80 with poor waves; stream-K
 # 90), ahead of the SM80 ones (70, their wide tile 75)
@@ -86,7 +88,7 @@ class Kernel:
         if self.family == "sm80":
             return SM80_PRIORITY
         if self.schedule == "coopstaged":
-            return STAGED_PRIORITY
+            return STAGED_PRIORITY if self.any_output else STAGED_TMA_OUTPUT_PRIORITY
         if self.schedule == "coopldg":
             return LDG_PRIORITY
         if self.family == "sm90" and self.scheduler == "splitk":
@@ -245,17 +247,30 @@ def all_kernels():
     # the sweep of the unaligned classes it was fastest at 77 / 75 / 24 points of bf16 rr / cr / cc
     # (0.84-0.91x there without it), 9 of rc (0.91x) and 55 of f16 rr (0.91x): registered for bf16
     # rr, cr, cc and f16 rr (the GPU build's 5 minutes).
+    # These store D from registers (any_output: N = 1001 leaves D unaligned too). Where D is aligned
+    # (odd K: A's rows unaligned) the same mainloop with CUTLASS's TMA epilogue: 1000x3000x777 rr
+    # 0.033 ms (1.85x) against 0.045, 1000x1000x777 0.021 / 0.026, 96x50256x263 0.031 (1.48x) /
+    # 0.045 (the element-by-element stores took a third of the consumers' time, ncu): for bf16 in
+    # every layout, f16 with A row-major (x @ W and x @ W.T with an odd K), the 128x256x32 tile for
+    # bf16 rr (4096x4096x4095 0.523 ms against 0.577).
     for dtype, la_lb in itertools.product(["bf16", "f16"], LAYOUTS):
-        kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 128, 64), (1, 1), "coopstaged", "persistent"))
+        kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 128, 64), (1, 1), "coopstaged", "persistent",
+                              any_output=True))
         if la_lb in (("rr", "cr", "cc") if dtype == "bf16" else ("rr",)):
             kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 256, 32), (1, 1), "coopstaged",
-                                  "persistent"))
+                                  "persistent", any_output=True))
+        if dtype == "bf16" or la_lb[0] == "r":
+            kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 128, 64), (1, 1), "coopstaged", "persistent"))
+        if dtype == "bf16" and la_lb == "rr":
+            kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 256, 32), (1, 1), "coopstaged", "persistent"))
     # The same problems on CUTLASS 2.x tensor op, element alignment, register-staged 2-stage
     # mainloop (cp.async cannot move 2 bytes; cpp/cutlass_sm80_gemm.cuh): behind the staged kernels,
     # ahead of them only where a table measured it. Two tiles: 128x128, and 128x256 for problems of
     # more than one tile row (CutlassSm80Gemm::priority).
+    # (f16 cr and cc: 128x128 only; the 128x256 tile was fastest at 5 and 2 points of the sweep, by 10-15%.)
     for dtype, la_lb, tile in itertools.product(["bf16", "f16"], LAYOUTS, [(128, 128, 32), (128, 256, 32)]):
-        kernels.append(sm80(dtype, la_lb, tile))
+        if not (dtype == "f16" and la_lb in ("cr", "cc") and tile[1] == 256):
+            kernels.append(sm80(dtype, la_lb, tile))
     # IEEE fp32 on CUDA cores: 128x128 (split-K for few tiles, the large-K workload) and 128x256 with
     # 64x64 warp tiles, 5 stages (CUTLASS's SM80 SIMT tile; 0.95-1.00x cuBLAS SGEMM where 128x128 ran
     # 0.81-0.87x: CutlassSimtGemm::priority).
@@ -338,11 +353,11 @@ def tuning_kernels():
     ] + [  # unaligned bf16 inputs on wgmma, the producer loading pairs through registers
         # (cpp/sm90_ldg_mainloop.cuh; right on the H100, notes/measurements.md, session 12): slower than
         # SM80 everywhere (1000x3000x777 rr 0.073 ms against 0.056), and than the staged kernels.
-        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 128, 64), (1, 1), "coopldg", "persistent")
+        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 128, 64), (1, 1), "coopldg", "persistent", any_output=True)
         for la_lb in LAYOUTS
     ] + [  # the staged mainloop with stream-K: 1000x3000x777 rr 0.048 ms, 777^3 0.029, against the
         # persistent 128x128's 0.046 and 0.027
-        Kernel("sm90", "bf16", "r", "r", (128, 128, 64), (1, 1), "coopstaged", "streamk"),
+        Kernel("sm90", "bf16", "r", "r", (128, 128, 64), (1, 1), "coopstaged", "streamk", any_output=True),
     ] + [  # 4- and 8-byte aligned bf16: cp.async multistage (CUTLASS generator: GenerateSM80_TensorOp_16816)
         sm80("bf16", "rr", (128, 128, 32), (64, 64, 32), stages=4, alignment=2),
         sm80("bf16", "rr", (128, 128, 32), (64, 64, 32), stages=4, alignment=4),

@@ -30,11 +30,12 @@ def aligned_shape(kernel: dict, m: int, n: int, k: int) -> tuple[int, int, int]:
     """(m, n, k) with every extent that lies contiguously in memory for this kernel's layouts
     rounded up to its alignment: TMA kernels refuse a contiguous extent of a row that is not a
     multiple of 16 bytes (test_auto_dispatch checks that auto sends those to other kernels).
-    D is row-major, so N counts unless the kernel stores D at any alignment and B is column-major."""
-    align = kernel["alignment"]
-    up = lambda x: -(-x // align) * align
+    D is row-major, so N counts at D's alignment (the output alignment: 1 where the kernel stores D
+    from registers, the inputs' or more where TMA stores it)."""
+    align, out_align = kernel["alignment"], kernel["output_alignment"]
+    up = lambda x, to=align: -(-x // to) * to
     a_row, b_row = kernel["layout_a"] == "row", kernel["layout_b"] == "row"
-    n_up = up(n) if b_row or kernel["output_alignment"] > 1 else n
+    n_up = up(up(n) if b_row else n, out_align)
     return (m if a_row else up(m), n_up, up(k) if a_row or not b_row else k)
 
 
@@ -74,38 +75,43 @@ class Case:
         """(a, b, c, out): fresh random inputs in the kernel's layouts (c: None unless beta), and a
         NaN-filled out, each leading dimension rounded up to the kernel's alignment and then `pad`
         longer, each first element `misalign` (+1, +2, +3) elements past an aligned address."""
-        def ld_pad(extent, align):
-            return (-extent) % align + self.pad
         la, lb = self.kernel["layout_a"], self.kernel["layout_b"]
-        def mk(rows, cols, layout, offset, align=self.kernel["alignment"], misalign=self.misalign):
-            return operand(rows, cols, layout, self.dtype, pad=ld_pad(cols if layout == "row" else rows, align),
-                           misalign=misalign + offset if misalign else 0, batch=self.batch, device=device)
+        def mk(rows, cols, layout, offset, align=self.kernel["alignment"], misalign=self.misalign, pad=self.pad):
+            return operand(rows, cols, layout, self.dtype, pad=(-(cols if layout == "row" else rows)) % align + pad,
+                           misalign=misalign + offset if misalign else 0, batch=self.batch,
+                           batch_align=1 if misalign else align, device=device)
         a, b = mk(self.m, self.k, la, 0), mk(self.k, self.n, lb, 1)
         # C and D: the kernel's output alignment, and out_misalign when set (A and B stay aligned).
+        # A kernel that stores D by TMA behind inputs at any alignment gets aligned C and D (its
+        # leading dimension padded by a multiple of its alignment) whatever A's and B's offsets.
         out_align = self.kernel["output_alignment"]
-        out_misalign, c_offset, d_offset = (self.out_misalign, 1, 0) if self.out_misalign else (self.misalign, 2, 3)
+        out_pad = -(-self.pad // out_align) * out_align
+        plain_misalign = self.misalign if out_align == 1 else 0
+        out_misalign, c_offset, d_offset = (self.out_misalign, 1, 0) if self.out_misalign else (plain_misalign, 2, 3)
         if self.bias_row:
             c = torch.randn(self.n, device=device, dtype=torch.float32).to(self.dtype)
         else:
-            c = mk(self.m, self.n, "row", c_offset, out_align, out_misalign) if self.beta else None
-        out = mk(self.m, self.n, "row", d_offset, out_align, out_misalign)
+            c = mk(self.m, self.n, "row", c_offset, out_align, out_misalign, out_pad) if self.beta else None
+        out = mk(self.m, self.n, "row", d_offset, out_align, out_misalign, out_pad)
         if device != "meta":
             out.fill_(float("nan"))
         return a, b, c, out
 
 
-def operand(rows, cols, layout, dtype, *, pad=0, misalign=0, batch=1, device="cuda"):
+def operand(rows, cols, layout, dtype, *, pad=0, misalign=0, batch=1, batch_align=1, device="cuda"):
     """A fresh random (rows, cols) operand, or (batch, rows, cols) when batch > 1, stored `layout`
     ("row" or "col") with its leading dimension `pad` elements longer than needed and its first
     element `misalign` elements past an aligned address (torch's allocations are 256-byte
-    aligned); batches lie one matrix plus 3 elements apart, so batch strides are odd too."""
+    aligned); batches lie one matrix plus 3 elements apart, so batch strides are odd too, unless
+    rounded up to a multiple of `batch_align` (a TMA epilogue's D)."""
     ld = (cols if layout == "row" else rows) + pad
     strides = (ld, 1) if layout == "row" else (1, ld)
     span = (rows - 1) * strides[0] + (cols - 1) * strides[1] + 1
     shape = (rows, cols)
     if batch > 1:
-        shape, strides = (batch,) + shape, (span + 3,) + strides
-        span = (batch - 1) * (span + 3) + span
+        gap = -(-(span + 3) // batch_align) * batch_align
+        shape, strides = (batch,) + shape, (gap,) + strides
+        span = (batch - 1) * gap + span
     storage = torch.randn(span + misalign, device=device, dtype=torch.float32).to(dtype)
     return torch.as_strided(storage, shape, strides, misalign)
 
@@ -133,12 +139,16 @@ def cases() -> list[Case]:
         out += [Case(kern, *aligned_shape(kern, m, n, k), 0) for m, n, k in EDGE_SHAPES]
         out.append(Case(kern, *aligned_shape(kern, 257, 131, 263), 8))  # leading dimensions longer than the rows
         if kern["alignment"] == 1:
-            out += [Case(kern, m, n, k, 0) for m, n, k in UNALIGNED_SHAPES]
+            # (N rounded up to the output alignment: where D is stored by TMA, only A and B are odd.)
+            out += [Case(kern, *aligned_shape(kern, m, n, k), 0) for m, n, k in UNALIGNED_SHAPES]
             # Every offset of a 16-byte word, odd leading dimensions (pad 1, 3, ...), ragged tiles.
-            out += [Case(kern, 131 + 2 * o, 77 + o, 95 + 16 * o, 2 * o - 1, o) for o in range(1, 8)]
-            out.append(Case(kern, 67, 45, 129, 3, misalign=1, batch=3))
-            out.append(Case(kern, 129, 67, 71, 1, misalign=3, beta=-1.5))
-            out.append(Case(kern, 65, 133, 31, 5, misalign=5, batch=2, beta=0.5))
+            out += [Case(kern, *aligned_shape(kern, 131 + 2 * o, 77 + o, 95 + 16 * o), 2 * o - 1, o) for o in range(1, 8)]
+            out.append(Case(kern, *aligned_shape(kern, 67, 45, 129), 3, misalign=1, batch=3))
+            # C read in the epilogue, except by a TMA epilogue behind the staged mainloop (it refuses
+            # beta != 0: cutlass_sm90_gemm.cuh says why)
+            reads_c = kern["output_alignment"] == 1
+            out.append(Case(kern, *aligned_shape(kern, 129, 67, 71), 1, misalign=3, beta=-1.5 if reads_c else 0.0))
+            out.append(Case(kern, *aligned_shape(kern, 65, 133, 31), 5, misalign=5, batch=2, beta=0.5 if reads_c else 0.0))
         if kern["output_alignment"] == 1 and kern["alignment"] > 1:
             # A and B as TMA needs them (pad 8 keeps their leading dimensions aligned); D's is odd.
             out += [Case(kern, *aligned_shape(kern, m, n, k), 0) for m, n, k in UNALIGNED_OUTPUT_SHAPES]

@@ -108,6 +108,10 @@ def test_unaligned_operands_are_their_own_class():
     w = torch.empty(50257, 1024, device="meta", dtype=torch.bfloat16)
     h = torch.empty(8, 1024, device="meta", dtype=torch.bfloat16)
     assert heuristics.problem_class(h, w.T) == "bfloat16 ieee row col unaligned-output"
+    # An odd K: A's rows are not 16-byte multiples, D's (3000 elements) are.
+    k777 = torch.empty(1000, 777, device="meta", dtype=torch.bfloat16)
+    w777 = torch.empty(777, 3000, device="meta", dtype=torch.bfloat16)
+    assert heuristics.problem_class(k777, w777) == "bfloat16 ieee row row unaligned-input"
     assert heuristics.problem_class(x, x, "ieee") == "float32 ieee row row aligned"
 
 
@@ -306,6 +310,7 @@ def test_sweep_covers_sizes_1_to_65536_every_layout_dtype_alignment_and_batch():
     for dim in ("m", "n", "k"):
         assert {1, 65536} <= {getattr(w, dim) for w in bf16}
     assert any(w.k % 2 == 1 and w.k > 1 for w in bf16)  # unaligned
+    assert any(w.k % 2 == 1 and w.k > 1 and w.m % 8 == 0 and w.n % 8 == 0 for w in bf16)  # odd K only
     assert {4, 32} <= {w.batch for w, _ in problems}
     assert all(tune_sweep.fits(w, p) for w, p in problems)
     for w, p in (("1000x3000x777 rr", "bf16"), ("256x256x524288 rr", "bf16"), ("2048x4096x8192 cr", "tf32")):
