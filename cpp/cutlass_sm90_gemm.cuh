@@ -324,8 +324,8 @@ class CutlassSm90Gemm : public GemmKernel {
   // user's M when computing D^T) is at most 128 (half its columns padding: 128x128x262144 bf16 ran
   // 0.085 ms on 128x256 against 0.070 on 128x128).
   static constexpr int kNotLongKPriority = 45;
-  // The any-alignment mainloops (staged: 76, 79 with D by TMA; ahead of the SM80 kernels' 70-75) do not split K, and
-  // the SM80 kernels do (serially) where their tiles cannot fill the SMs. H100 sweep of the
+  // The any-alignment mainloops (staged: 76, 79 with D by TMA; ahead of the SM80 kernels' 70-75)
+  // do not split K, and the SM80 kernels do (serially) where their tiles cannot fill the SMs. H100 sweep of the
   // unaligned classes, staged 128x128 against SM80 (median speed ratio): 0.42-0.91x for K >= 4096
   // over at most a quarter of the SMs' worth of tiles, 0.75x for K = 65535 over fewer tiles than
   // SMs, and 0.3x for K < 32 (a 64-deep k tile of padding) over many tiles: behind SM80 there.

@@ -93,6 +93,24 @@ def test_can_run_gives_reasons():
         pg.can_run("nope", a, b)
 
 
+def test_staged_kernels_with_d_by_tma_leave_c_to_their_any_output_twins():
+    """An odd K (A's rows unaligned, D's aligned) runs a staged kernel that stores D by TMA; with
+    beta != 0 it refuses (CUTLASS's cp.async kernel would load C from four warps) and auto takes
+    its twin that reads C and stores D from registers."""
+    name = "sm90_bf16_rr_128x128x64_c1x1_coopstaged_persistent"
+    if name not in {k["name"] for k in pg.kernels()}:
+        pytest.skip(f"this build has no {name}")
+    a = torch.empty(1000, 777, device="meta", dtype=torch.bfloat16)
+    b = torch.empty(777, 3000, device="meta", dtype=torch.bfloat16)
+    c = torch.empty(1000, 3000, device="meta", dtype=torch.bfloat16)
+    assert pg.can_run(name, a, b, arch=90) == ""
+    assert "_anyout" in pg.can_run(name, a, b, c, beta=0.5, arch=90)
+    assert pg.can_run(name + "_anyout", a, b, c, beta=0.5, arch=90) == ""
+    assert "coopstaged_persistent_anyout" in pg.plan(a, b, c, beta=0.5, arch=90)["kernel"]
+    odd_n = torch.empty(777, 3001, device="meta", dtype=torch.bfloat16)  # D unaligned too
+    assert "16 bytes" in pg.can_run(name, a, odd_n, arch=90)
+
+
 def test_default_precision_follows_torch():
     saved = torch.get_float32_matmul_precision()
     try:
