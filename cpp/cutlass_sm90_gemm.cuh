@@ -338,7 +338,7 @@ class CutlassSm90Gemm : public GemmKernel {
 
   int priority(const GemmProblem& p) const override {
     if constexpr (kUnalignedInputs) {
-      const int64_t sms = p.sm_count > 0 ? p.sm_count : 132, tiles = tiles_of(p);
+      const int64_t sms = sm_count_of(p), tiles = tiles_of(p);
       if (p.k < 32 || (p.k >= 4096 && tiles * 4 <= sms) || (p.k >= 32768 && tiles < sms))
         return kUnalignedYieldPriority;
       if constexpr (kWideStaged)
@@ -363,6 +363,8 @@ class CutlassSm90Gemm : public GemmKernel {
   // into equal slices of at least kMinKPerSlice elements, each a multiple of 8 (slices are reached
   // through TMA batch strides: 16 bytes). At least half the SMs must get work, else no split.
   static constexpr int64_t kMinKPerSlice = 512;
+  // The SMs p is planned for (an H100's 132 where the caller gave none).
+  static int64_t sm_count_of(const GemmProblem& p) { return p.sm_count > 0 ? p.sm_count : 132; }
   // Output tiles of p in the kernel's own M and N (the user's N and M when computing D^T).
   static int64_t tiles_of(const GemmProblem& p) {
     const int64_t mp = kTransposed ? p.n : p.m, np = kTransposed ? p.m : p.n;
@@ -370,7 +372,7 @@ class CutlassSm90Gemm : public GemmKernel {
   }
   static int64_t split_k_slices(const GemmProblem& p) {
     if (p.batch != 1 || p.k <= 0 || p.m <= 0 || p.n <= 0) return 0;
-    const int64_t target = (p.sm_count > 0 ? p.sm_count : 132) / tiles_of(p);
+    const int64_t target = sm_count_of(p) / tiles_of(p);
     for (int64_t slices = target; slices >= std::max<int64_t>(2, (target + 1) / 2); --slices)
       if (p.k % (8 * slices) == 0 && p.k / slices >= kMinKPerSlice) return slices;
     return 0;
