@@ -230,13 +230,26 @@ PYBIND11_MODULE(_C, m) {
     for (const py::dict& t : tables) {
       MeasuredTable table{t["source"].cast<std::string>(), t["device"].cast<std::string>(), t["sm"].cast<int>(),
                           t["sm_count"].cast<int>(), {}};
-      const auto names = t["kernels"].cast<std::vector<std::string>>();
+      table.kernels = t["kernels"].cast<std::vector<std::string>>();
+      const auto n_kernels = static_cast<int64_t>(table.kernels.size());
       for (const auto& [cls, rows] : t["classes"].cast<py::dict>()) {
         std::vector<MeasuredPoint> points;
         for (const auto& row : rows.cast<std::vector<std::vector<int64_t>>>()) {
-          if (row.size() != 5 || row[4] < 0 || row[4] >= static_cast<int64_t>(names.size()))
-            throw py::value_error("a measured point must be [m, n, k, batch, kernel index]");
-          points.push_back({row[0], row[1], row[2], row[3], names[static_cast<size_t>(row[4])]});
+          // [m, n, k, batch, fastest, (kernel, its time over the fastest's in thousandths)...]
+          bool ok = row.size() >= 5 && row.size() % 2 == 1;
+          MeasuredPoint point;
+          if (ok) {
+            point = {row[0], row[1], row[2], row[3], {{static_cast<int>(row[4]), 1.0}}};
+            ok = row[4] >= 0 && row[4] < n_kernels;
+          }
+          for (size_t i = 5; ok && i < row.size(); i += 2) {
+            ok = row[i] >= 0 && row[i] < n_kernels && row[i + 1] >= 1000;
+            point.kernels.push_back({static_cast<int>(row[i]), row[i + 1] / 1000.0});
+          }
+          if (!ok)
+            throw py::value_error("a measured point must be [m, n, k, batch, fastest kernel index, "
+                                  "kernel index, its time over the fastest's in thousandths, ...]");
+          points.push_back(std::move(point));
         }
         table.classes.emplace_back(cls.cast<std::string>(), std::move(points));
       }
@@ -244,7 +257,7 @@ PYBIND11_MODULE(_C, m) {
     }
     set_measured_tables(std::move(out));
   }, "Replaces the measured tables plan() reads: dicts of source, device, sm, sm_count, kernels (names) and "
-     "classes ({problem class: [[m, n, k, batch, kernel index], ...]}).");
+     "classes ({problem class: [[m, n, k, batch, fastest kernel index, kernel index, permille, ...], ...]}).");
   m.def("problem_class", [](py::handle a, py::handle b, py::handle c, py::handle out, double beta, int precision) {
     TorchCall call = read_call(a, b, c, out, 1.0, beta, precision_of(precision), true, Mode::Plan);
     return problem_class(call.problem);

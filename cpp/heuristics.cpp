@@ -84,6 +84,12 @@ std::string format_octaves(double d) {
   return buf;
 }
 
+std::string format_ratio(double r) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2fx", r);
+  return buf;
+}
+
 }  // namespace
 
 std::string problem_class(const GemmProblem& p) {
@@ -134,40 +140,53 @@ std::optional<MeasuredChoice> measured_choice(const GemmProblem& p) {
                      [](const auto& x, const auto& y) { return x.first < y.first; });
     const double nearest = by_distance.front().first;
     if (nearest > kMaxOctaves) return std::nullopt;
-    // A measured point decides itself. Between points, the kernel fastest at most of the points
-    // within kVoteOctaves of the nearest (the nearest of those it won at): over the H100 sweep,
-    // judged at each point from the others, that picks within 3% of the fastest at 90% of them,
-    // the nearest point alone at 83%, the rules at 62%.
-    const Point* chosen = by_distance.front().second;
-    std::string vote;
-    if (nearest > 0.0) {
-      std::unordered_map<std::string, int> votes;
-      size_t voters = 0;
-      for (const auto& [d, q] : by_distance) {
-        if (d > nearest + kVoteOctaves) break;
-        ++votes[q->at.kernel], ++voters;
-      }
-      int top = 0;
-      for (const auto& [name, n] : votes) top = std::max(top, n);
-      for (const auto& [d, q] : by_distance) {
-        if (votes[q->at.kernel] == top) {
-          chosen = q;
-          break;
-        }
-      }
-      vote = ", fastest at " + std::to_string(top) + " of the " + std::to_string(voters) + " points within " +
-             format_octaves(nearest + kVoteOctaves) + " octaves";
+    // A measured point decides itself (its kernels by time there). Between points, the kernels by
+    // their summed log time over the fastest at the points within kVoteOctaves of the nearest (a
+    // kernel not kept at a point counts kSlowestKept there): a kernel a little behind at every
+    // point beats one that wins half of them and is far behind at the rest.
+    const double reach = nearest > 0.0 ? nearest + kVoteOctaves : 0.0;
+    std::vector<const Point*> voters;
+    for (const auto& [d, q] : by_distance) {
+      if (d > reach) break;
+      voters.push_back(q);
     }
-    const MeasuredPoint& at = chosen->at;
+    std::vector<int> order;  // kernel indices, first seen first (nearest point, its fastest first)
+    std::unordered_map<int, double> log_sum;
+    for (const Point* q : voters)
+      for (const KernelTime& kt : q->at.kernels)
+        if (log_sum.emplace(kt.kernel, 0.0).second) order.push_back(kt.kernel);
+    for (int k : order) {
+      for (const Point* q : voters) {
+        double ratio = kSlowestKept;
+        for (const KernelTime& kt : q->at.kernels)
+          if (kt.kernel == k) ratio = std::min(kt.ratio, kSlowestKept);
+        log_sum[k] += std::log(ratio);
+      }
+    }
+    std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return log_sum[x] < log_sum[y]; });
+
+    const MeasuredPoint& at = voters.front()->at;
     std::string where = t.meta.source + ", class '" + cls + "', " + (nearest > 0.0 ? "near point " : "point ") +
                         (at.batch > 1 ? std::to_string(at.batch) + "x" : "") + std::to_string(at.m) + "x" +
                         std::to_string(at.n) + "x" + std::to_string(at.k) + " (nearest " + format_octaves(nearest) +
-                        " octaves away" + vote + ")";
-    const GemmKernel* k = find_kernel(at.kernel, p.dtype);
-    if (k == nullptr) return MeasuredChoice{nullptr, where + " names " + at.kernel + ", not built here"};
-    const std::string why = k->can_implement(p);
-    if (!why.empty()) return MeasuredChoice{nullptr, where + " names " + at.kernel + ", which cannot run it: " + why};
-    return MeasuredChoice{k, "fastest measured: " + where};
+                        " octaves away";
+    std::string refused;  // why the kernels ahead of the chosen one were passed over
+    for (int k : order) {
+      const std::string& name = t.meta.kernels[static_cast<size_t>(k)];
+      std::string why_not;
+      const GemmKernel* kernel = find_kernel(name, p.dtype);
+      if (kernel == nullptr) why_not = name + ", not built here";
+      else if (std::string why = kernel->can_implement(p); !why.empty()) why_not = name + ", which cannot run it: " + why;
+      if (why_not.empty()) {
+        std::string how = nearest > 0.0 ? ", least time over the " + std::to_string(voters.size()) + " points within " +
+                                              format_octaves(reach) + " octaves: " +
+                                              format_ratio(std::exp(log_sum[k] / voters.size())) + " the fastest)"
+                                        : ")";
+        return MeasuredChoice{kernel, "fastest measured: " + where + how + refused};
+      }
+      refused += (refused.empty() ? "; passed over " : "; ") + why_not;
+    }
+    return MeasuredChoice{nullptr, where + ") names " + refused.substr(std::string("; passed over ").size())};
   }
   return std::nullopt;
 }

@@ -3,10 +3,13 @@
 // before its priority rules; both only ever name a kernel, which must still pass can_implement().
 //
 // The table holds, per problem class (dtype, precision, layouts of A and B, whether every operand
-// is 16-byte aligned, or only the output or only the inputs are not), the fastest kernel measured at points (m, n, k, batch) log-spaced over
-// 1..65536. Distances are in octaves (the sum of |log2| ratios of m, n, k and batch). A measured
-// problem takes its point's choice; another takes the kernel fastest at most of the points of its
-// class within kVoteOctaves of its nearest point (a majority of the surrounding region). A table
+// is 16-byte aligned, or only the output or only the inputs are not), points (m, n, k, batch)
+// log-spaced over 1..65536, each with its fastest kernel and the others measured within
+// kSlowestKept of it (their time over the fastest's). Distances are in octaves (the sum of |log2|
+// ratios of m, n, k and batch). A measured problem takes its point's fastest kernel; another takes
+// the kernel with the least time over the points of its class within kVoteOctaves of its nearest
+// point (geomean of time / fastest, a kernel not kept at a point counted at kSlowestKept). Where
+// that kernel cannot run the problem (a beta it refuses), the next in that order does. A table
 // applies to the GPU model it was measured on (by name; when planning for an architecture without a
 // device, to the one of that compute capability and SM count); elsewhere the rules decide.
 #pragma once
@@ -20,15 +23,21 @@
 
 namespace pycutlass_gemm {
 
+struct KernelTime {
+  int kernel;    // index into MeasuredTable::kernels
+  double ratio;  // its time over the fastest's at this point (1 for the fastest)
+};
+
 struct MeasuredPoint {
   int64_t m = 0, n = 0, k = 0, batch = 1;
-  std::string kernel;  // the fastest kernel measured there
+  std::vector<KernelTime> kernels;  // the fastest first, then those within kSlowestKept of it
 };
 
 struct MeasuredTable {
   std::string source;  // what it is, for plan()'s reason: e.g. "H100 table (pycutlass_gemm 0.1.0)"
   std::string device;  // the GPU model's name as the driver reports it
   int sm = 0, sm_count = 0;
+  std::vector<std::string> kernels;  // the names the points index
   std::vector<std::pair<std::string, std::vector<MeasuredPoint>>> classes;  // problem_class() -> points
 };
 
@@ -48,9 +57,14 @@ struct MeasuredChoice {
 // point is farther than kMaxOctaves.
 std::optional<MeasuredChoice> measured_choice(const GemmProblem& p);
 constexpr double kMaxOctaves = 4.0;
-// Between measured points the choice is the kernel fastest at most points within this many octaves
-// of the nearest one (measured_choice says why).
+// Between measured points the choice is the kernel with the least time over the points within this
+// many octaves of the nearest one (measured_choice says why).
 constexpr double kVoteOctaves = 1.0;
+// A point keeps the kernels within this factor of its fastest (pycutlass_gemm/heuristics.py's
+// SLOWEST_KEPT); between points a kernel not kept at one counts this much there. Over the H100 sweep,
+// judged at each point from the others, choosing by least time over the surrounding points picks
+// kernels at a geomean of 1.086x the fastest, counting fastest-at-most-points 1.092x.
+constexpr double kSlowestKept = 1.25;
 
 // Autotuning. The key of a problem's tuning class: device, dtype, precision, layouts, the smallest
 // alignment of any operand, m, n, k and batch each rounded up to a power of two, beta, determinism.

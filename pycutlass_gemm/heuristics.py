@@ -2,10 +2,11 @@
 
 ``pycutlass-gemm tune --sweep`` times every kernel that can run each problem of a sweep
 (tune_sweep) and ``build_table`` keeps, per problem class (dtype, precision, layouts of A and B,
-16-byte aligned or not), the fastest kernel at each measured point (m, n, k, batch). The package
-ships the tables in ``tables/`` and hands them to the C++ core at import; its plan() takes the
-choice of the nearest measured point of the problem's class (heuristics.h), and says so in its
-reason. On a GPU no table was measured on, the priority rules decide, as they do with
+16-byte aligned or not), the fastest kernel at each measured point (m, n, k, batch) and the others
+within SLOWEST_KEPT of it. The package ships the tables in ``tables/`` and hands them to the C++
+core at import; its plan() takes a measured point's fastest kernel, and between points the kernel
+with the least time over the surrounding points of the problem's class (heuristics.h), and says so
+in its reason. On a GPU no table was measured on, the priority rules decide, as they do with
 ``PYCUTLASS_GEMM_HEURISTICS=0``.
 """
 
@@ -23,7 +24,10 @@ import torch
 from . import _C
 
 TABLE_DIR = pathlib.Path(__file__).resolve().parent / "tables"
-FORMAT = 1
+# 2: a point lists the kernels within SLOWEST_KEPT of its fastest, with their times (1: the fastest only).
+FORMAT = 2
+# = heuristics.h's kSlowestKept, and tune_timing.ABANDON_RATIO: slower candidates are not timed out.
+SLOWEST_KEPT = 1.25
 
 
 def problem_class(a, b, precision: str | None = None) -> str:
@@ -34,25 +38,37 @@ def problem_class(a, b, precision: str | None = None) -> str:
 
 def build_table(records: Iterable[dict], *, device: str, sm: int, sm_count: int, version: str, **meta) -> dict:
     """The table of a sweep's measurements (tune_sweep.run_sweep's records): per class, each measured
-    point with its fastest kernel. Points where nothing ran are left out."""
+    point as [m, n, k, batch, fastest kernel, then each other kernel within SLOWEST_KEPT of it and
+    its time over the fastest's in thousandths, fastest first] (kernels as indices into "kernels").
+    Points where nothing ran are left out."""
     from .bench_cases import PRECISIONS, Workload  # the sweep's problem description
 
     by_name = {p.name: p for p in PRECISIONS}
     kernels: list[str] = []
-    classes: dict[str, dict[tuple, int]] = {}
+
+    def index(name: str) -> int:
+        if name not in kernels:
+            kernels.append(name)
+        return kernels.index(name)
+
+    classes: dict[str, dict[tuple, list[int]]] = {}
     for r in records:
         if not r.get("best"):
             continue
         p = by_name[r["precision"]]
         a, b = Workload.problem(r["m"], r["n"], r["k"], r["layout"], r["batch"]).meta_inputs(p)
         cls = problem_class(a, b, p.gemm_precision)
-        if r["best"] not in kernels:
-            kernels.append(r["best"])
-        # Layouts that coincide (a single row is row- and column-major) measured one class twice: keep the first.
-        classes.setdefault(cls, {}).setdefault((r["m"], r["n"], r["k"], r["batch"]), kernels.index(r["best"]))
+        at = (r["m"], r["n"], r["k"], r["batch"])
+        if at in classes.setdefault(cls, {}):
+            continue  # layouts that coincide (a single row is row- and column-major) measured one class twice: keep the first
+        best = r["best"]
+        ms = r.get("ms", {})
+        classes[cls][at] = [index(best)] + [x for name, t in sorted(ms.items(), key=lambda item: item[1])
+                                            if name != best and t <= SLOWEST_KEPT * ms[best]
+                                            for x in (index(name), max(1000, round(1000 * t / ms[best])))]
     return {"format": FORMAT, "device": device, "sm": sm, "sm_count": sm_count, "package_version": version,
             **meta, "kernels": kernels,
-            "classes": {cls: [[*point, k] for point, k in sorted(points.items())] for cls, points in sorted(classes.items())}}
+            "classes": {cls: [[*at, *point] for at, point in sorted(points.items())] for cls, points in sorted(classes.items())}}
 
 
 def table_file_name(device: str) -> str:

@@ -25,10 +25,15 @@ def meta(rows, cols, layout="row", dtype=torch.bfloat16):
 
 
 def fake_table(points, cls="bfloat16 ieee row col aligned", device="NVIDIA Fake GPU", sm=90, sm_count=132):
-    names = sorted({name for *_, name in points})
+    """points: (m, n, k, batch, fastest kernel) or (m, n, k, batch, [(kernel, time over the fastest's), ...])."""
+    timed = [(m, n, k, batch, [(kernels, 1.0)] if isinstance(kernels, str) else kernels)
+             for m, n, k, batch, kernels in points]
+    names = sorted({name for *_, kernels in timed for name, _ in kernels})
+    rows = [[m, n, k, batch, names.index(kernels[0][0])] +
+            [x for name, ratio in kernels[1:] for x in (names.index(name), round(1000 * ratio))]
+            for m, n, k, batch, kernels in timed]
     return {"format": heuristics.FORMAT, "device": device, "sm": sm, "sm_count": sm_count, "package_version": "test",
-            "measured": "today", "source": f"test table for {device}", "kernels": names,
-            "classes": {cls: [[m, n, k, batch, names.index(name)] for m, n, k, batch, name in points]}}
+            "measured": "today", "source": f"test table for {device}", "kernels": names, "classes": {cls: rows}}
 
 
 @pytest.fixture
@@ -49,8 +54,10 @@ def rules_choice(a, b):
 def test_shipped_tables_load_and_name_their_device():
     for table in heuristics.load_tables():
         assert table["device"] and table["sm"] >= 80 and table["sm_count"] > 0
-        assert table["classes"] and all(len(p) == 5 for points in table["classes"].values() for p in points)
-        assert all(0 <= p[4] < len(table["kernels"]) for points in table["classes"].values() for p in points)
+        points = [p for points in table["classes"].values() for p in points]
+        assert points and all(len(p) >= 5 and len(p) % 2 == 1 for p in points)
+        assert all(0 <= i < len(table["kernels"]) for p in points for i in [p[4], *p[5::2]])
+        assert all(1000 <= permille <= 1000 * heuristics.SLOWEST_KEPT for p in points for permille in p[6::2])
 
 
 def test_plan_takes_the_nearest_measured_point_of_the_class_and_says_so(tables):
@@ -66,14 +73,32 @@ def test_plan_takes_the_nearest_measured_point_of_the_class_and_says_so(tables):
 
 
 def test_between_points_the_kernel_fastest_around_wins(tables):
-    """Off the measured points: the kernel fastest at most points within an octave of the nearest."""
+    """Off the measured points: the kernel with the least time over the points within an octave of
+    the nearest (a kernel a point does not keep counts SLOWEST_KEPT there)."""
     tables([fake_table([(1024, 1024, 1024, 1, "fallback"), (4096, 1024, 1024, 1, "naive"),
                         (1024, 4096, 1024, 1, "naive"), (1024, 1024, 8192, 1, "fallback")])])
     plan = lambda m, n, k: pg.plan(meta(m, k), meta(k, n, "col"), arch=90)  # noqa: E731
     assert plan(1024, 1024, 1024)["kernel"] == "fallback"  # a measured point decides itself
     assert plan(1100, 1024, 1024)["kernel"] == "fallback"  # only the nearest is within an octave of it
     vote = plan(2048, 2048, 1024)  # three points 2 octaves away, two of them say naive
-    assert vote["kernel"] == "naive" and "fastest at 2 of the 3 points within 3.0 octaves" in vote["reason"]
+    assert vote["kernel"] == "naive" and "least time over the 3 points within 3.0 octaves: 1.08x" in vote["reason"]
+
+
+def test_between_points_a_kernel_close_everywhere_beats_one_fastest_at_most(tables):
+    tables([fake_table([(1024, 1024, 1024, 1, [("fallback", 1.0), ("naive", 1.02)]),
+                        (4096, 1024, 1024, 1, [("fallback", 1.0), ("naive", 1.02)]),
+                        (1024, 4096, 1024, 1, "naive")])])  # the fallback over 1.25x there
+    vote = pg.plan(meta(2048, 1024), meta(1024, 2048, "col"), arch=90)
+    assert vote["kernel"] == "naive" and "least time over the 3 points within 3.0 octaves: 1.01x" in vote["reason"]
+    assert pg.plan(meta(1024, 1024), meta(1024, 1024, "col"), arch=90)["kernel"] == "fallback"  # a point: its fastest
+
+
+def test_a_table_kernel_that_cannot_run_the_problem_gives_way_to_the_next(tables):
+    a, b = meta(4096, 1024), meta(1024, 4096, "col")
+    tables([fake_table([(4096, 4096, 1024, 1, [("sm90_bf16_rc_not_a_kernel", 1.0), ("fallback", 1.2)])])])
+    plan = pg.plan(a, b, arch=90)
+    assert plan["kernel"] == "fallback"
+    assert "fastest measured" in plan["reason"] and "passed over sm90_bf16_rc_not_a_kernel, not built here" in plan["reason"]
 
 
 def test_no_table_choice_outside_its_class_region_or_device(tables):
@@ -116,13 +141,14 @@ def test_unaligned_operands_are_their_own_class():
 
 
 def test_table_round_trips_through_its_file(tmp_path):
-    records = [{"m": 4096, "n": 4096, "k": 1024, "batch": 1, "layout": "rc", "precision": "bf16", "best": "k1"},
+    records = [{"m": 4096, "n": 4096, "k": 1024, "batch": 1, "layout": "rc", "precision": "bf16", "best": "k1",
+                "ms": {"k1": 1.0, "k4": 1.1, "k5": 1.3}},  # k5 is over SLOWEST_KEPT: left out
                {"m": 1, "n": 4096, "k": 1024, "batch": 1, "layout": "rc", "precision": "bf16", "best": "k2"},
                {"m": 1, "n": 4096, "k": 1024, "batch": 1, "layout": "cc", "precision": "bf16", "best": "k3"},
                {"m": 15, "n": 15, "k": 15, "batch": 4, "layout": "rr", "precision": "tf32", "best": "k1"},
                {"m": 8, "n": 8, "k": 8, "batch": 1, "layout": "rr", "precision": "fp32", "best": None}]
     table = heuristics.build_table(records, device="NVIDIA Test GPU", sm=90, sm_count=132, version="x", measured="d")
-    assert table["classes"]["bfloat16 ieee row col aligned"] == [[1, 4096, 1024, 1, 1], [4096, 4096, 1024, 1, 0]]
+    assert table["classes"]["bfloat16 ieee row col aligned"] == [[1, 4096, 1024, 1, 2], [4096, 4096, 1024, 1, 0, 1, 1100]]
     assert table["classes"]["float32 tf32 row row unaligned"] == [[15, 15, 15, 4, 0]]
     assert len(table["classes"]) == 2  # m = 1: A is a single row, "cc" is the same class; nothing ran: no point
     path = heuristics.write_table(table, tmp_path)
