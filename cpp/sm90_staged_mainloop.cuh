@@ -68,10 +68,11 @@ struct StagedOperand {
   static constexpr int kChunks = kContiguous / 8;               // 16-byte chunks of a line in wgmma's layout
   static constexpr int kLineBytes = 16 * (kChunks + 1);         // a staged line: one chunk more
   static constexpr int kStagingBytes = kLines * kLineBytes;
-  static_assert(32 % kChunks == 0, "a consumer warp rewrites whole lines");
+  static_assert(kChunks <= 32, "a consumer warp rewrites whole lines");
   // Consumer warp w rewrites lines w, w + 8, ...: every line it moves starts o bytes past a chunk,
   // for one o, so the shift is the same across the warp (a uniform branch).
   static constexpr int kLinesPerStep = 32 / kChunks;            // lines a warp rewrites at once
+  static constexpr int kRewriteLanes = kLinesPerStep * kChunks; // 24 of 32 for 192-wide lines
   static constexpr int kSteps = kLines / (kConsumerWarps * kLinesPerStep);
   static_assert(kLines % (kConsumerWarps * kLinesPerStep) == 0, "every consumer warp rewrites as many lines");
 
@@ -100,16 +101,18 @@ struct StagedOperand {
   // bytes, and there it reports nothing.)
   // A thread copies chunk c = thread % kChunks of lines kMainLineStep apart (for 64- and 128-wide
   // lines a multiple of 8: one o, so one byte count), and then the last chunk of line `thread`.
+  // (192-wide lines: 24 chunks, so 120 threads copy lines 5 apart and the last 8 only the last chunks.)
   CUTLASS_DEVICE static void copy(const Element* tile, int ld, int mn_valid, int k_valid, int thread,
                                   uint32_t staging) {
     const int lines = line_extent(mn_valid, k_valid), along_bytes = 2 * along_extent(mn_valid, k_valid);
-    {
+    if (kMainCopiers == kProducerThreads || thread < kMainCopiers) {
       const int c = thread % kChunks, line = thread / kChunks;
       const Element* first = tile + line * ld;
       const int o = int(reinterpret_cast<uintptr_t>(first) & 15);
       const uint32_t dst = staging + uint32_t(line * kLineBytes + 16 * c);
       CUTLASS_PRAGMA_UNROLL
       for (int i = 0; i < kMainSteps; ++i) {
+        if (kLines % kMainLineStep != 0 && line + i * kMainLineStep >= kLines) break;
         // lines 8 apart share o; a 256-wide line's 32 chunks leave a thread lines 4 apart
         const Element* first_i = first + i * kMainLineStep * ld;
         const int o_i = kMainLineStep % 8 == 0 ? o : int(reinterpret_cast<uintptr_t>(first_i) & 15);
@@ -126,9 +129,8 @@ struct StagedOperand {
     }
   }
   static constexpr int kMainLineStep = kProducerThreads / kChunks;
-  static_assert(kProducerThreads % kChunks == 0, "a thread copies one chunk of its lines");
-  static constexpr int kMainSteps = kLines / kMainLineStep;
-  static_assert(kLines % kMainLineStep == 0, "every producer thread copies as many chunks");
+  static constexpr int kMainCopiers = kMainLineStep * kChunks;  // threads copying the main chunks
+  static constexpr int kMainSteps = (kLines + kMainLineStep - 1) / kMainLineStep;
 
   CUTLASS_DEVICE static int clamp_chunk(int bytes) { return bytes <= 0 ? 0 : bytes >= 16 ? 16 : bytes; }
   // bytes (0-16) of the 16-byte chunk at src to shared memory at dst, the rest zero-filled.
@@ -141,6 +143,7 @@ struct StagedOperand {
   // a line's 16-byte chunks stay whole). offsets: line_offsets() of the stage.
   template <class Slot>
   CUTLASS_DEVICE static void rewrite(uint32_t staging, Slot&& slot, uint32_t offsets, int warp, int lane) {
+    if (kRewriteLanes < 32 && lane >= kRewriteLanes) return;
     const int line = warp + kConsumerWarps * (lane / kChunks), q = lane % kChunks;
     const uint32_t from = staging + uint32_t(line * kLineBytes + 16 * q);
     const uint32_t to = cute::cast_smem_ptr_to_uint(&slot(kKMajor ? line : 8 * q, kKMajor ? 8 * q : line));

@@ -246,23 +246,32 @@ def all_kernels():
     # 4095^3 0.593 (1.53x) against 128x128's 0.670, 4096x50257x1023 2.446 / 2.783 (SM80 2.695); in
     # the sweep of the unaligned classes it was fastest at 77 / 75 / 24 points of bf16 rr / cr / cc
     # (0.84-0.91x there without it), 9 of rc (0.91x) and 55 of f16 rr (0.91x): registered for bf16
-    # rr, cr, cc and f16 rr (the GPU build's 5 minutes).
+    # rr, cr and f16 rr (the GPU build's 5 minutes; bf16 cc's 29 points lose 10% to 128x128).
     # These store D from registers (any_output: N = 1001 leaves D unaligned too). Where D is aligned
     # (odd K: A's rows unaligned) the same mainloop with CUTLASS's TMA epilogue: 1000x3000x777 rr
     # 0.033 ms (1.85x) against 0.045, 1000x1000x777 0.021 / 0.026, 96x50256x263 0.031 (1.48x) /
-    # 0.045 (the element-by-element stores took a third of the consumers' time, ncu): for bf16 in
-    # every layout, f16 with A row-major (x @ W and x @ W.T with an odd K), the 128x256x32 tile for
-    # bf16 rr (4096x4096x4095 0.523 ms against 0.577).
+    # 0.045 (the element-by-element stores took a third of the consumers' time, ncu): for bf16 with
+    # A row-major or both column-major, f16 with A row-major (x @ W and x @ W.T with an odd K), the
+    # 128x256x32 tile for bf16 rr (4096x4096x4095 0.523 ms against 0.577). Left out for the build's
+    # time, each fastest at few points of the sweep and by little (its runner-up: the SM80 kernel
+    # below, or the any-output twin): f16 cr and cc (20 points each, 7-9% on average), D by TMA for
+    # bf16 cr (an odd M only: 9 points, 7%).
     for dtype, la_lb in itertools.product(["bf16", "f16"], LAYOUTS):
-        kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 128, 64), (1, 1), "coopstaged", "persistent",
-                              any_output=True))
-        if la_lb in (("rr", "cr", "cc") if dtype == "bf16" else ("rr",)):
+        if dtype == "bf16" or la_lb[0] == "r":
+            kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 128, 64), (1, 1), "coopstaged",
+                                  "persistent", any_output=True))
+        if la_lb in (("rr", "cr") if dtype == "bf16" else ("rr",)):
             kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 256, 32), (1, 1), "coopstaged",
                                   "persistent", any_output=True))
-        if dtype == "bf16" or la_lb[0] == "r":
+        if (dtype == "bf16" and la_lb != "cr") or (dtype == "f16" and la_lb[0] == "r"):
             kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 128, 64), (1, 1), "coopstaged", "persistent"))
         if dtype == "bf16" and la_lb == "rr":
             kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 256, 32), (1, 1), "coopstaged", "persistent"))
+            # 128x192 for problems whose tiles of it fill one wave of SMs, where 128x256 leaves SMs
+            # idle: 1000x3000x777 rr in 128 tiles of 128x192 against 96 of 128x256, 0.031 ms (2.00x
+            # cuBLAS) against 0.033. Per flop it is 13% behind 128x256 (4096^3 less one: 0.665 ms
+            # against 0.521), so it is for one wave only (CutlassSm90Gemm::priority).
+            kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 192, 32), (1, 1), "coopstaged", "persistent"))
     # The same problems on CUTLASS 2.x tensor op, element alignment, register-staged 2-stage
     # mainloop (cp.async cannot move 2 bytes; cpp/cutlass_sm80_gemm.cuh): behind the staged kernels,
     # ahead of them only where a table measured it. Two tiles: 128x128, and 128x256 for problems of
@@ -358,6 +367,11 @@ def tuning_kernels():
     ] + [  # the staged mainloop with stream-K: 1000x3000x777 rr 0.048 ms, 777^3 0.029, against the
         # persistent 128x128's 0.046 and 0.027
         Kernel("sm90", "bf16", "r", "r", (128, 128, 64), (1, 1), "coopstaged", "streamk", any_output=True),
+    ] + [  # ... and with D by TMA: 1000x3000x777 rr has 96 tiles of 128x256 for 132 SMs
+        Kernel("sm90", "bf16", "r", "r", tile, (1, 1), "coopstaged", "streamk") for tile in ((128, 256, 32), (128, 128, 64))
+    ] + [  # ... and 128x192 tiles with B K-major (rr is registered): 1000x3000x777 rc 0.040 ms against
+        # 128x128's 0.042; 2048x2048x2047 rc 0.167 / 0.088 (176 tiles: two waves)
+        Kernel("sm90", "bf16", "r", "c", (128, 192, 32), (1, 1), "coopstaged", "persistent")
     ] + [  # 4- and 8-byte aligned bf16: cp.async multistage (CUTLASS generator: GenerateSM80_TensorOp_16816)
         sm80("bf16", "rr", (128, 128, 32), (64, 64, 32), stages=4, alignment=2),
         sm80("bf16", "rr", (128, 128, 32), (64, 64, 32), stages=4, alignment=4),
