@@ -21,6 +21,12 @@ from .bench_cases import PRECISIONS, rel_error
 
 # > the 50 MiB L2 of an H100/H200: zeroing it before each run evicts the operands.
 FLUSH_MIB = 128
+# Before a batch of runs the GPU sleeps this many cycles a run (~80 us at an H100's 1.7-2 GHz) while
+# the host queues them: zeroing FLUSH_MIB (~45 us) did not outlast the host's work of queueing a run
+# from Python (tens of us), and a run that waited for the host was timed with the wait. Two sweeps of
+# the same problems (H100, 2026-11-24) timed kernels under 0.02 ms over 1.3x apart at 39% of them,
+# kernels over 0.2 ms at 0.4%.
+HEAD_START_CYCLES_PER_RUN = 150_000
 # A candidate whose median of its first runs is this much slower than the best so far is out.
 ABANDON_RATIO = 1.25
 FIRST_RUNS = 3
@@ -71,9 +77,11 @@ class Timings:
 
 
 def _run_times(fn, flush: torch.Tensor, runs: int) -> list[float]:
-    """Milliseconds of `runs` runs of fn, each after an L2 flush, queued back to back: the flush
-    (~50 us) gives the host time to queue the next call, so the events time the GPU's work."""
+    """Milliseconds of `runs` runs of fn, each after an L2 flush, queued back to back while the GPU
+    sleeps (HEAD_START_CYCLES_PER_RUN), so the events time the GPU's work, not the host's."""
     events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(runs)]
+    if flush.is_cuda:
+        torch.cuda._sleep(HEAD_START_CYCLES_PER_RUN * runs)
     for start, end in events:
         flush.zero_()
         start.record()

@@ -272,6 +272,16 @@ def all_kernels():
             # cuBLAS) against 0.033. Per flop it is 13% behind 128x256 (4096^3 less one: 0.665 ms
             # against 0.521), so it is for one wave only (CutlassSm90Gemm::priority).
             kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 192, 32), (1, 1), "coopstaged", "persistent"))
+        # 128x64 for problems whose tiles of it fit one wave, where 128x128 leaves SMs idle: H100,
+        # bf16 rr, ms against 128x128 (x cuBLAS): 777^3 0.024 / 0.028 (0.96x), 1001^3 any out 0.028 /
+        # 0.032 (1.07x), 1024x1001x1024 0.025 / 0.030 (1.28x), 1001x1001x8191 0.142 / 0.164,
+        # 1000x1000x777 D by TMA 0.019 / 0.021 (1.47x), 1024x1024x1023 0.021 / 0.025; behind where
+        # its tiles take more than one wave (512x3000x777 0.032 / 0.022). For x @ W (rr) both ways,
+        # x @ W.T (rc) with D by TMA (an odd in_features).
+        if dtype == "bf16" and la_lb in ("rr", "rc"):
+            for any_output in ((True, False) if la_lb == "rr" else (False,)):
+                kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 64, 64), (1, 1), "coopstaged",
+                                      "persistent", any_output=any_output))
     # The same problems on CUTLASS 2.x tensor op, element alignment, register-staged 2-stage
     # mainloop (cp.async cannot move 2 bytes; cpp/cutlass_sm80_gemm.cuh): behind the staged kernels,
     # ahead of them only where a table measured it. Two tiles: 128x128, and 128x256 for problems of

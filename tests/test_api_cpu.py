@@ -4,6 +4,7 @@ import pytest
 import torch
 
 import pycutlass_gemm as pg
+from pycutlass_gemm import heuristics
 
 LAYOUT_NAMES = {"row", "col", "any"}
 
@@ -109,6 +110,27 @@ def test_staged_kernels_with_d_by_tma_leave_c_to_their_any_output_twins():
     assert "coopstaged_persistent_anyout" in pg.plan(a, b, c, beta=0.5, arch=90)["kernel"]
     odd_n = torch.empty(777, 3001, device="meta", dtype=torch.bfloat16)  # D unaligned too
     assert "16 bytes" in pg.can_run(name, a, odd_n, arch=90)
+
+
+def test_staged_tiles_by_how_they_fill_the_sms():
+    """The rules (no table) among the staged tiles, bf16 rr with an odd K: 128x64 where its tiles
+    fit one wave (777^3: 91 tiles), 128x192 where its tiles fill 90-100% of one (1000x3000x777: 128),
+    128x256 where its tiles fill half the SMs or more (4096x4096x4095), 128x128 between."""
+    names = {k["name"] for k in pg.kernels()}
+    staged = "sm90_bf16_rr_{}_c1x1_coopstaged_persistent{}"
+    if not {staged.format(t, "") for t in ("128x64x64", "128x128x64", "128x192x32", "128x256x32")} <= names:
+        pytest.skip("this build lacks the staged bf16 rr kernels")
+    e = lambda *shape: torch.empty(*shape, device="meta", dtype=torch.bfloat16)  # noqa: E731
+    heuristics.install([])
+    try:
+        rules = lambda m, n, k: pg.plan(e(m, k), e(k, n), arch=90)["kernel"]  # noqa: E731
+        assert rules(777, 777, 777) == staged.format("128x64x64", "_anyout")  # D unaligned too
+        assert rules(1000, 1000, 777) == staged.format("128x64x64", "")
+        assert rules(1000, 3000, 777) == staged.format("128x192x32", "")
+        assert rules(512, 3000, 777) == staged.format("128x128x64", "")  # 188 tiles of 128x64, 96 of 128x128
+        assert rules(4096, 4096, 4095) == staged.format("128x256x32", "")
+    finally:
+        heuristics.install()
 
 
 def test_default_precision_follows_torch():
