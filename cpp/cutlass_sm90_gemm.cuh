@@ -152,6 +152,7 @@ struct Mainloop<Element, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape,
   using type = Sm90LdgMainloop<CpAsyncMainloop<Element, LayoutA, LayoutB, TileShape, ClusterShape, kCarveout>>;
 };
 
+// CpAsyncMainloop as a class whose ::type is named only when chosen (the builder fails for 192).
 template <class Element, class LayoutA, class LayoutB, class TileShape, class ClusterShape, int kCarveout>
 struct CpAsyncMainloopOf {
   using type = CpAsyncMainloop<Element, LayoutA, LayoutB, TileShape, ClusterShape, kCarveout>;

@@ -170,7 +170,7 @@ std::optional<MeasuredChoice> measured_choice(const GemmProblem& p) {
                         (at.batch > 1 ? std::to_string(at.batch) + "x" : "") + std::to_string(at.m) + "x" +
                         std::to_string(at.n) + "x" + std::to_string(at.k) + " (nearest " + format_octaves(nearest) +
                         " octaves away";
-    std::string refused;  // why the kernels ahead of the chosen one were passed over
+    std::string passed_over;  // the kernels ahead of the chosen one, and why
     for (int k : order) {
       const std::string& name = t.meta.kernels[static_cast<size_t>(k)];
       std::string why_not;
@@ -178,15 +178,16 @@ std::optional<MeasuredChoice> measured_choice(const GemmProblem& p) {
       if (kernel == nullptr) why_not = name + ", not built here";
       else if (std::string why = kernel->can_implement(p); !why.empty()) why_not = name + ", which cannot run it: " + why;
       if (why_not.empty()) {
-        std::string how = nearest > 0.0 ? ", least time over the " + std::to_string(voters.size()) + " points within " +
-                                              format_octaves(reach) + " octaves: " +
-                                              format_ratio(std::exp(log_sum[k] / voters.size())) + " the fastest)"
-                                        : ")";
-        return MeasuredChoice{kernel, "fastest measured: " + where + how + refused};
+        const std::string how = nearest > 0.0 ? ", least time over the " + std::to_string(voters.size()) +
+                                                    " points within " + format_octaves(reach) + " octaves: " +
+                                                    format_ratio(std::exp(log_sum[k] / voters.size())) + " the fastest)"
+                                              : ")";
+        return MeasuredChoice{kernel, "fastest measured: " + where + how +
+                                          (passed_over.empty() ? "" : "; passed over " + passed_over)};
       }
-      refused += (refused.empty() ? "; passed over " : "; ") + why_not;
+      passed_over += (passed_over.empty() ? "" : "; ") + why_not;
     }
-    return MeasuredChoice{nullptr, where + ") names " + refused.substr(std::string("; passed over ").size())};
+    return MeasuredChoice{nullptr, where + ") names " + passed_over};
   }
   return std::nullopt;
 }
