@@ -44,12 +44,10 @@ def build_table(records: Iterable[dict], *, device: str, sm: int, sm_count: int,
     from .bench_cases import PRECISIONS, Workload  # the sweep's problem description
 
     by_name = {p.name: p for p in PRECISIONS}
-    kernels: list[str] = []
+    kernels: dict[str, int] = {}  # name -> index, in order of first appearance
 
     def index(name: str) -> int:
-        if name not in kernels:
-            kernels.append(name)
-        return kernels.index(name)
+        return kernels.setdefault(name, len(kernels))
 
     classes: dict[str, dict[tuple, list[int]]] = {}
     for r in records:
@@ -67,7 +65,7 @@ def build_table(records: Iterable[dict], *, device: str, sm: int, sm_count: int,
                                             if name != best and t <= SLOWEST_KEPT * ms[best]
                                             for x in (index(name), max(1000, round(1000 * t / ms[best])))]
     return {"format": FORMAT, "device": device, "sm": sm, "sm_count": sm_count, "package_version": version,
-            **meta, "kernels": kernels,
+            **meta, "kernels": list(kernels),
             "classes": {cls: [[*at, *point] for at, point in sorted(points.items())] for cls, points in sorted(classes.items())}}
 
 
