@@ -19,10 +19,13 @@ from __future__ import annotations
 import torch
 
 from . import _C
-from .launch import launch, launchable, precision_code
+from .launch import _PLAIN_TENSORS, launch, launchable, precision_code
 from .library import LIB, OP
 
 _is_compiling = torch.compiler.is_compiling
+_grad_enabled = torch.is_grad_enabled
+_deterministic = torch.are_deterministic_algorithms_enabled
+_dispatch_modes = torch._C._len_torch_dispatch_stack
 
 
 def _column_major(t: torch.Tensor) -> bool:
@@ -33,12 +36,12 @@ def _column_major(t: torch.Tensor) -> bool:
 
 
 def _setup_context(ctx, inputs, output):
+    """What the backward needs (torch.compile's path; the eager Function's forward saves the same)."""
     a, b, c, alpha, beta, variant, precision = inputs
     ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b if ctx.needs_input_grad[0] else None)
-    ctx.a_shape, ctx.b_shape = a.shape, b.shape
-    ctx.a_column_major = ctx.b_column_major = False  # the eager Function's forward tells (torch.compile: no use)
-    ctx.c_shape = None if c is None else c.shape
-    ctx.alpha, ctx.beta, ctx.precision = alpha, beta, precision
+    # One tuple, not an attribute each: this runs on every product with autograd. The column-major
+    # flags are the eager forward's to tell (torch.compile: no use).
+    ctx.meta = (a.shape, b.shape, None if c is None else c.shape, alpha, beta, precision, False, False)
 
 
 def _sum_to(t: torch.Tensor, shape: torch.Size) -> torch.Tensor:
@@ -53,24 +56,25 @@ def _sum_to(t: torch.Tensor, shape: torch.Size) -> torch.Tensor:
 
 def _backward(ctx, grad):
     a, b = ctx.saved_tensors
-    need_a, need_b = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+    a_shape, b_shape, c_shape, alpha, beta, precision, a_column_major, b_column_major = ctx.meta
+    need_a, need_b, need_c = ctx.needs_input_grad[:3]
     grad_a = grad_b = grad_c = None
-    precision = ctx.precision or None
+    precision = precision or None
     # Without create_graph, on plain tensors (not torch.compile's tracing of the backward), the
     # gradients' own products need no autograd and no dispatch: launch them directly, a 2-D
     # product's two in one C++ call.
-    direct = not torch.is_grad_enabled() and launchable(grad, a, b)
-    if direct and len(ctx.a_shape) == 2 and len(ctx.b_shape) == 2:
-        grad_a, grad_b = _C.mm_grads(grad, a, b, need_a, need_b, ctx.a_column_major, ctx.b_column_major, ctx.alpha,
-                                     precision_code(grad, precision), torch.are_deterministic_algorithms_enabled())
+    direct = not _grad_enabled() and launchable(grad, a, b)
+    if direct and len(a_shape) == 2 and len(b_shape) == 2:
+        grad_a, grad_b = _C.mm_grads(grad, a, b, need_a, need_b, a_column_major, b_column_major, alpha,
+                                     precision_code(grad, precision), _deterministic())
     else:
         product = launch if direct else gemm
         if need_a:
-            grad_a = _sum_to(product(grad, b.transpose(-1, -2), alpha=ctx.alpha, precision=precision), ctx.a_shape)
+            grad_a = _sum_to(product(grad, b.transpose(-1, -2), alpha=alpha, precision=precision), a_shape)
         if need_b:
-            grad_b = _sum_to(product(a.transpose(-1, -2), grad, alpha=ctx.alpha, precision=precision), ctx.b_shape)
-    if ctx.needs_input_grad[2]:
-        grad_c = _sum_to(grad if ctx.beta == 1.0 else grad * ctx.beta, ctx.c_shape)
+            grad_b = _sum_to(product(a.transpose(-1, -2), grad, alpha=alpha, precision=precision), b_shape)
+    if need_c:
+        grad_c = _sum_to(grad if beta == 1.0 else grad * beta, c_shape)
     return grad_a, grad_b, grad_c, None, None, None, None
 
 
@@ -84,11 +88,12 @@ class _GemmFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, a, b, c, alpha, beta, variant, precision):
-        out = _C.gemm(a, b, c, None, alpha, beta, variant, precision_code(a, precision or None),
-                      torch.are_deterministic_algorithms_enabled(), False)
-        _setup_context(ctx, (a, b, c, alpha, beta, variant, precision), out)
-        ctx.a_column_major = ctx.needs_input_grad[0] and _column_major(a)
-        ctx.b_column_major = ctx.needs_input_grad[1] and _column_major(b)
+        out = _C.gemm(a, b, c, None, alpha, beta, variant, precision_code(a, precision or None), _deterministic(),
+                      False)
+        need_a, need_b = ctx.needs_input_grad[:2]
+        ctx.save_for_backward(a if need_b else None, b if need_a else None)
+        ctx.meta = (a.shape, b.shape, None if c is None else c.shape, alpha, beta, precision,
+                    need_a and _column_major(a), need_b and _column_major(b))
         return out
 
     backward = staticmethod(_backward)
@@ -141,9 +146,10 @@ def gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None, *, alp
     if _is_compiling():
         return OP(a, b, c, float(alpha), float(beta), variant, precision or "")
     if launchable(a, b, c):
-        if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad or (c is not None and c.requires_grad)):
+        if _grad_enabled() and (a.requires_grad or b.requires_grad or (c is not None and c.requires_grad)):
             return _apply(a, b, c, float(alpha), float(beta), variant, precision or "")
-        return launch(a, b, c, alpha=alpha, beta=beta, variant=variant, precision=precision)
+        return _C.gemm(a, b, c, None, float(alpha), float(beta), variant, precision_code(a, precision), _deterministic(),
+                       False)  # launch() without its call layer
     if not all(isinstance(t, torch.Tensor) for t in (a, b)) or not (c is None or isinstance(c, torch.Tensor)):
         return launch(a, b, c, alpha=alpha, beta=beta, variant=variant, precision=precision)  # raises TypeError
     return OP(a, b, c, float(alpha), float(beta), variant, precision or "")
@@ -153,8 +159,15 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, precision: str | None = None) ->
     """``torch.matmul(a, b)`` for 1-D to 3-D operands (3-D batches broadcast), through the
     package's kernels. Vectors become 1-row / 1-column views, as torch.matmul treats them; a 3-D
     ``a`` times a 2-D ``b`` is one 2-D product over the folded batch when ``a``'s rows allow it."""
+    # The common case first, inlined (it is on every call's path, and each Python call layer costs
+    # a model's step host time): two plain 2-D tensors, eager, no dispatch mode; what gemm does.
+    if (not _is_compiling() and type(a) in _PLAIN_TENSORS and type(b) in _PLAIN_TENSORS and a.dim() == 2
+            and b.dim() == 2 and not _dispatch_modes()):
+        if (a.requires_grad or b.requires_grad) and _grad_enabled():
+            return _apply(a, b, None, 1.0, 0.0, "auto", precision or "")
+        return _C.gemm(a, b, None, None, 1.0, 0.0, "auto", precision_code(a, precision), _deterministic(), False)
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dim() == 2 and b.dim() == 2:
-        return gemm(a, b, precision=precision)  # the common case first: it is on every call's path
+        return gemm(a, b, precision=precision)
     for name, t in (("a", a), ("b", b)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
