@@ -231,6 +231,16 @@ def all_kernels():
     # 0.97 / 0.83.
     for dtype, la_lb in itertools.product(["bf16", "f16"], ["rr", "cr"]):
         kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 64, 64), (1, 1), "coop", "persistent"))
+    # The same tile in clusters of 1x2 (A multicast to two N tiles: a third less traffic from L2 a k
+    # tile) for problems whose 128x64 tiles fit one wave and span at least two N tiles
+    # (CutlassSm90Gemm::priority): weight gradients of 1024-wide layers, 1024x1024x4096 cr bf16 0.022 ms
+    # against 0.026 for c1x1 and 0.030 for stream-K 128x128 (cuBLAS 0.019); clusters of 2x2 and 1x4
+    # ran 0.030, ping-pong and a 64x128 tile in 2x1 clusters 0.022-0.023 (notes/measurements.md). And
+    # K split in parallel over it: 256x256x131072 rr 0.068 ms against 0.074 for 128x128 c1x1. Also rc
+    # (x @ W.T over few tokens: 512 x 2048, 1024 x 1024), where only stream-K 128x128 filled the SMs.
+    for la_lb in ["rr", "cr", "rc"]:
+        kernels.append(Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 64, 64), (1, 2), "coop", "persistent"))
+    kernels.append(Kernel("sm90", "bf16", "r", "r", (128, 64, 64), (1, 2), "coop", "splitk"))
     # bf16 / f16 with A and B 16-byte aligned and D not (an odd N with B column-major: x @ W.T onto a
     # vocabulary of 50257; or an output view): TMA loads, the epilogue stores D from registers. Only
     # B column-major: with B row-major an odd N leaves B unaligned too.
@@ -352,6 +362,23 @@ def tuning_kernels():
         for la_lb in ("rr", "rc") for tile, schedule in (((128, 64, 64), "pingpong"), ((128, 128, 64), "coop"))
     ] + [  # bf16 128x64 coop for rc and cc (the package registers rr and cr)
         Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 64, 64), (1, 1), "coop", "persistent") for la_lb in ("rc", "cc")
+    ] + [  # bf16 128x64 tiles beside the registered c1x2 coop (H100, 1024x1024x4096 cr, ms: c1x2 0.022):
+        # ping-pong c1x2 0.022-0.023, coop c2x2 and c1x4 0.030 (bigger clusters pack the SMs worse),
+        # K split in parallel in 2x2 clusters 0.083 at 256x256x131072 (c1x2: 0.068)
+        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 64, 64), (1, 2), "pingpong", "persistent")
+        for la_lb in ("rr", "cr")
+    ] + [
+        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 64, 64), cluster, "coop", "persistent")
+        for la_lb in ("rr", "cr") for cluster in ((2, 2), (1, 4))
+    ] + [
+        Kernel("sm90", "bf16", "r", "r", (128, 64, 64), (2, 2), "coop", "splitk"),
+    ] + [  # the same 128 tiles of 1024 x 1024 as 64x128 (ping-pong: a warpgroup a tile; wgmma N 128 reads
+        # half the shared memory a flop of N 64's): c1x1 0.026 ms, c2x1 0.023 (128x64 c1x2: 0.022);
+        # K split in parallel 0.068 at 256x256x131072, as 128x64 c1x2
+        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (64, 128, 64), cluster, "pingpong", "persistent")
+        for la_lb in ("rr", "cr") for cluster in ((1, 1), (2, 1))
+    ] + [
+        Kernel("sm90", "bf16", "r", "r", (64, 128, 64), (2, 1), "pingpong", "splitk"),
     ] + [  # tf32 with A and B MN-major (transposed A): other shapes of the register-sourced path
         Kernel("sm90", "tf32", "c", "r", (128, 128, 32), (1, 1), "pingpong", "persistent"),
         Kernel("sm90", "tf32", "c", "r", (256, 128, 32), (2, 1), "coop", "persistent"),
