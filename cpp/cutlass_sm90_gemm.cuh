@@ -345,13 +345,17 @@ class CutlassSm90Gemm : public GemmKernel {
   // (unless its tiles leave SMs idle, as for any persistent kernel), behind the others elsewhere.
   static constexpr bool kNarrowN = !kTransposed && kTileN < 128;
   static constexpr int kNarrowPriority = 105, kNotNarrowPriority = 60;
-  // The narrow tile in clusters of 1x2 (A multicast to the two N tiles of a cluster: a third less
-  // traffic from L2 a k tile) is for problems of at least two N tiles whose tiles fill one wave at
-  // least half (1024x1024x4096 bf16: 128 tiles, 0.022 ms against 0.026 for c1x1 and 0.030 for
-  // stream-K 128x128): first there, behind the others elsewhere (for n <= 64 a cluster's second CTA
-  // has no tile; long K over fewer tiles is split-K's: 256x256x524288).
-  static constexpr bool kNarrowPair = kNarrowN && cute::size<1>(ClusterShape{}) == 2;
-  static constexpr int kNarrowPairPriority = 102, kNotNarrowPairPriority = 55;
+  // Tiles of 128 x (64 or 128) in clusters of 1x2 (A multicast to the two N tiles of a cluster: a
+  // third to a quarter less traffic from L2 a k tile) are for problems of at least two N tiles whose
+  // tiles fill one wave at least half, where a wider tile leaves SMs idle and stream-K's fix-ups cost:
+  // 1024x1024x4096 bf16 128x64 c1x2 0.022 ms (c1x1 0.026, stream-K 128x128 0.030), 1024x2048x4096 cr
+  // 128x128 c1x2 0.028 (128x64 c1x2 0.039, stream-K 0.035, 128x256 c2x1 0.045). First there, behind
+  // the others elsewhere (for n <= the tile's N a cluster's second CTA has no tile; long K over fewer
+  // tiles is split-K's: 256x256x524288).
+  static constexpr bool kOneWavePair = kTileM == 128 && kTileN <= 128 && cute::size<0>(ClusterShape{}) == 1 &&
+                                      cute::size<1>(ClusterShape{}) == 2 && !kTransposed && !kStreamK &&
+                                      !kSplitK && !kBias && !kAnyOutput && !kUnalignedInputs;
+  static constexpr int kOneWavePairPriority = 102, kNotOneWavePairPriority = 55;
   // Split-K in parallel is for long K over few tiles (it runs only where K splits into at least
   // half as many equal slices as the SMs need: split_k_slices): at its registered priority (95,
   // ahead of stream-K; the 128x256 tile 96) where the tiles fill at most a quarter of the SMs
@@ -403,9 +407,9 @@ class CutlassSm90Gemm : public GemmKernel {
                                                                                                    : kNotLongKPriority;
     if constexpr (kSmallM) return p.m <= kTileN ? kSmallMPriority : kNotSmallMPriority;
     if (kBias && !has_bias_row(p)) return kWithoutBiasPriority;
-    if constexpr (kNarrowPair) {
+    if constexpr (kOneWavePair) {
       const int64_t tiles = tiles_of(p), sms = sm_count_of(p);
-      return p.n > kTileN && tiles <= sms && 2 * tiles >= sms ? kNarrowPairPriority : kNotNarrowPairPriority;
+      return p.n > kTileN && tiles <= sms && 2 * tiles >= sms ? kOneWavePairPriority : kNotOneWavePairPriority;
     }
     if (kNarrowN && p.n > kTileN) return kNotNarrowPriority;
     const int base = kNarrowN ? kNarrowPriority : info_.priority;

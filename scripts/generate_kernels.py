@@ -238,8 +238,11 @@ def all_kernels():
     # ran 0.030, ping-pong and a 64x128 tile in 2x1 clusters 0.022-0.023 (notes/measurements.md). And
     # K split in parallel over it: 256x256x131072 rr 0.068 ms against 0.074 for 128x128 c1x1. Also rc
     # (x @ W.T over few tokens: 512 x 2048, 1024 x 1024), where only stream-K 128x128 filled the SMs.
-    for la_lb in ["rr", "cr", "rc"]:
-        kernels.append(Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 64, 64), (1, 2), "coop", "persistent"))
+    # And 128x128 tiles in clusters of 1x2 where those fill one wave: 1024x2048x4096 cr 0.028 ms (0.94x
+    # cuBLAS) against 0.039 for 128x64 c1x2 and 0.035 for stream-K 128x128; 2048x1024x4096 rr 0.030
+    # against stream-K's 0.034.
+    for la_lb, tile in itertools.product(["rr", "cr", "rc"], [(128, 64, 64), (128, 128, 64)]):
+        kernels.append(Kernel("sm90", "bf16", la_lb[0], la_lb[1], tile, (1, 2), "coop", "persistent"))
     kernels.append(Kernel("sm90", "bf16", "r", "r", (128, 64, 64), (1, 2), "coop", "splitk"))
     # bf16 / f16 with A and B 16-byte aligned and D not (an odd N with B column-major: x @ W.T onto a
     # vocabulary of 50257; or an output view): TMA loads, the epilogue stores D from registers. Only
@@ -372,6 +375,9 @@ def tuning_kernels():
         for la_lb in ("rr", "cr") for cluster in ((2, 2), (1, 4))
     ] + [
         Kernel("sm90", "bf16", "r", "r", (128, 64, 64), (2, 2), "coop", "splitk"),
+    ] + [  # 128x128 in clusters of 2x1 beside the registered 1x2 (H100, ms: 1024x2048x4096 cr 0.028 either
+        # way, 2048x1024x4096 rr 0.031 / 0.030; 2048^3 rr 0.031 / 0.034, where 128x256 c2x1 runs 0.028)
+        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 128, 64), (2, 1), "coop", "persistent") for la_lb in ("rr", "cr")
     ] + [  # the same 128 tiles of 1024 x 1024 as 64x128 (ping-pong: a warpgroup a tile; wgmma N 128 reads
         # half the shared memory a flop of N 64's): c1x1 0.026 ms, c2x1 0.023 (128x64 c1x2: 0.022);
         # K split in parallel 0.068 at 256x256x131072, as 128x64 c1x2
