@@ -112,11 +112,24 @@ def _has_new_candidates(record: dict, w: Workload, p: Precision) -> bool:
     return not set(candidates(a, b, precision=p.gemm_precision)) <= set(record["ms"]) | set(record["refused"])
 
 
+def _keep_least_times(record: dict, previous: dict) -> None:
+    """A problem measured again (a kernel built since) keeps each kernel's least time of the two
+    sweeps: the same code timed twice, and timing noise only slows (a burst of slow timings in one
+    H100 sweep made 1% of its kernel times >1.3x the previous sweep's and sent 4096^3 cr bf16 to
+    stream-K, 0.64x cuBLAS). Delete a kernel's records to time changed code afresh."""
+    for kernel, ms in previous.get("ms", {}).items():
+        if kernel in record["ms"] and ms < record["ms"][kernel]:
+            record["ms"][kernel] = ms
+    if record["ms"]:
+        record["best"] = min(record["ms"], key=record["ms"].get)
+
+
 def run_sweep(problems: Sequence[tuple[Workload, Precision]], path: str, *, budget_s: float = 0.2,
               limit_s: float | None = None, log=print) -> int:
     """Time every candidate of every problem, appending one JSON object per problem to `path` as it
     goes. A problem already in `path` is measured again only when a kernel that can run it was not
-    measured there (one added since): a sweep cut short by `limit_s` (seconds) goes on where it
+    measured there (one added since), keeping each kernel's least time of the two measurements
+    (_keep_least_times): a sweep cut short by `limit_s` (seconds) goes on where it
     stopped when run again, and a new kernel costs a sweep of the problems it can run. When every
     problem is measured the file is rewritten with one record a problem. Returns how many problems
     are still to measure."""
@@ -139,6 +152,9 @@ def run_sweep(problems: Sequence[tuple[Workload, Precision]], path: str, *, budg
             record = {"m": w.m, "n": w.n, "k": w.k, "batch": w.batch, "layout": w.layout, "precision": p.name,
                       "rules": rules, "best": t.best, "ms": t.ms, "runs": t.runs, "error": t.error,
                       "refused": t.refused, "seconds": round(t.seconds, 4)}
+            previous = records.get(_key(w, p))
+            if previous is not None:
+                _keep_least_times(record, previous)
             f.write(json.dumps(record) + "\n")
             f.flush()
             del a, b

@@ -366,6 +366,9 @@ def test_sweep_resumes_and_measures_again_only_where_a_new_kernel_can_run(monkey
         assert tune_sweep.run_sweep(problems, path, log=lambda *a: None) == 0
         first = tune_sweep.load_measurements(path)
         assert len(first) == 3 and all(set(r["ms"]) == {"k1", "fallback"} for r in first.values())
+        # a faster earlier time of k1 than any timing can give: measured again, the least time stays
+        with open(path, "w") as f:
+            f.writelines(json.dumps({**r, "ms": {**r["ms"], "k1": 1e-9}, "best": "k1"}) + "\n" for r in first.values())
         kernels.append({"name": "k2", "dtype": "bfloat16", "family": "x", "priority": 1})  # built since: runs m < 100
         tune_timing._kernels_for.cache_clear()
         logged = []
@@ -373,6 +376,7 @@ def test_sweep_resumes_and_measures_again_only_where_a_new_kernel_can_run(monkey
         assert "2 to measure" in logged[0]
         again = tune_sweep.load_measurements(path)
         assert [sorted(r["ms"]) for r in again.values()] == [["fallback", "k1", "k2"]] * 2 + [["fallback", "k1"]]
+        assert all(r["ms"]["k1"] == 1e-9 and r["best"] == "k1" for r in again.values())
         assert len(open(path).readlines()) == 3  # rewritten: one record a problem
     finally:
         tune_timing._kernels_for.cache_clear()
