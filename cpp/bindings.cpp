@@ -223,6 +223,7 @@ PYBIND11_MODULE(_C, m) {
                           k.deterministic, k.beta_nonzero, k.variant);
   }, "The plan cache's key for these operands (for tests).");
   m.def("plan_cache_size", &plan_cache_size);
+  m.attr("SLOWEST_KEPT") = kSlowestKept;  // a measured point keeps the kernels within this of its fastest
   m.def("clear_plan_cache", &clear_plan_cache);
 
   m.def("set_measured_tables", [](const std::vector<py::dict>& tables) {

@@ -26,8 +26,9 @@ from . import _C
 TABLE_DIR = pathlib.Path(__file__).resolve().parent / "tables"
 # 2: a point lists the kernels within SLOWEST_KEPT of its fastest, with their times (1: the fastest only).
 FORMAT = 2
-# = heuristics.h's kSlowestKept, and tune_timing.ABANDON_RATIO: slower candidates are not timed out.
-SLOWEST_KEPT = 1.25
+# heuristics.h's kSlowestKept, what plan() counts for a kernel a point does not keep; also
+# tune_timing.ABANDON_RATIO: slower candidates are not timed out.
+SLOWEST_KEPT = _C.SLOWEST_KEPT
 
 
 def problem_class(a, b, precision: str | None = None) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from . import heuristics
 from . import launch as _launch
 from .bench_cases import PRECISIONS, rel_error
 
@@ -27,8 +28,9 @@ FLUSH_MIB = 128
 # the same problems (H100, 2026-11-24) timed kernels under 0.02 ms over 1.3x apart at 39% of them,
 # kernels over 0.2 ms at 0.4%.
 HEAD_START_CYCLES_PER_RUN = 150_000
-# A candidate whose median of its first runs is this much slower than the best so far is out.
-ABANDON_RATIO = 1.25
+# A candidate whose median of its first runs is this much slower than the best so far is out: as
+# slow as a measured point of the table keeps (slower ones are not timed out).
+ABANDON_RATIO = heuristics.SLOWEST_KEPT
 FIRST_RUNS = 3
 
 
