@@ -133,6 +133,28 @@ def test_staged_tiles_by_how_they_fill_the_sms():
         heuristics.install()
 
 
+def test_one_wave_pairs_by_how_their_tiles_fill_the_sms():
+    """The rules (no table) for the 128-row tiles in clusters of 1x2, bf16, aligned: each where its
+    tiles fill one wave at least half (1024x1024x4096: 128 tiles of 128x64; 1024x2048x4096: 128 of
+    128x128), neither where long K over few tiles is split-K's or many tiles are 128x256's."""
+    names = {k["name"] for k in pg.kernels()}
+    pair = "sm90_bf16_{}_{}_c1x2_coop_persistent"
+    if not {pair.format(lay, t) for lay in ("rr", "cr", "rc") for t in ("128x64x64", "128x128x64")} <= names:
+        pytest.skip("this build lacks the bf16 one-wave pair kernels")
+    e = lambda *shape: torch.empty(*shape, device="meta", dtype=torch.bfloat16)  # noqa: E731
+    operand = lambda rows, cols, layout: e(rows, cols) if layout == "r" else e(cols, rows).T  # noqa: E731
+    heuristics.install([])
+    try:
+        rules = lambda m, n, k, lay: pg.plan(operand(m, k, lay[0]), operand(k, n, lay[1]), arch=90)["kernel"]  # noqa: E731
+        for lay in ("rr", "cr", "rc"):
+            assert rules(1024, 1024, 4096, lay) == pair.format(lay, "128x64x64")
+            assert rules(1024, 2048, 4096, lay) == pair.format(lay, "128x128x64")
+        assert "c1x2_coop_persistent" not in rules(256, 256, 524288, "rr")  # 8 tiles: split-K's
+        assert "c1x2" not in rules(4096, 4096, 4096, "rr")  # 512 tiles of 128x256 fill the waves
+    finally:
+        heuristics.install()
+
+
 def test_default_precision_follows_torch():
     saved = torch.get_float32_matmul_precision()
     try:
