@@ -241,9 +241,21 @@ def all_kernels():
     # And 128x128 tiles in clusters of 1x2 where those fill one wave: 1024x2048x4096 cr 0.028 ms (0.94x
     # cuBLAS) against 0.039 for 128x64 c1x2 and 0.035 for stream-K 128x128; 2048x1024x4096 rr 0.030
     # against stream-K's 0.034.
-    for la_lb, tile in itertools.product(["rr", "cr", "rc"], [(128, 64, 64), (128, 128, 64)]):
-        kernels.append(Kernel("sm90", "bf16", la_lb[0], la_lb[1], tile, (1, 2), "coop", "persistent"))
-    kernels.append(Kernel("sm90", "bf16", "r", "r", (128, 64, 64), (1, 2), "coop", "splitk"))
+    # fp16 the same (H100, x cuBLAS, in the run that measured the bf16 twins' numbers again: see
+    # notes/measurements.md, session 18).
+    for dtype, la_lb, tile in itertools.product(["bf16", "f16"], ["rr", "cr", "rc"], [(128, 64, 64), (128, 128, 64)]):
+        kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], tile, (1, 2), "coop", "persistent"))
+    for dtype in ["bf16", "f16"]:
+        kernels.append(Kernel("sm90", dtype, "r", "r", (128, 64, 64), (1, 2), "coop", "splitk"))
+    # 128x192 tiles in clusters of 2x1 where 128x256 tiles leave much of the last wave idle and
+    # 128x192 ones fill it (cuBLAS runs 192-wide tiles there): H100, bf16, ms (x cuBLAS) against the
+    # 128x256 c2x1 auto ran: 3072^3 rr 0.081 (0.95x) / 0.102 (0.76x), rc 0.084 (0.91x) / 0.103
+    # (0.74x), cr 0.082 (0.95x) / 0.102 (0.76x); 3072x3072x4096 cr 0.105 (0.96x) / 0.131 (0.77x);
+    # 1536^3 rr 0.018 (0.81x) / 0.022 (0.67x); 4096x1536x4096 rc 0.072 (0.95x). Per flop it is behind
+    # 128x256 (4096^3 rr 0.77x, 704 tiles against 512), so it is for those problems only
+    # (CutlassSm90Gemm::priority); clusters of 1x1 ran 0.79-0.83x at 3072^3.
+    for la_lb in ("rr", "rc", "cr"):
+        kernels.append(Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 192, 64), (2, 1), "coop", "persistent"))
     # bf16 / f16 with A and B 16-byte aligned and D not (an odd N with B column-major: x @ W.T onto a
     # vocabulary of 50257; or an output view): TMA loads, the epilogue stores D from registers. Only
     # B column-major: with B row-major an odd N leaves B unaligned too.
@@ -357,6 +369,10 @@ def tuning_kernels():
         # 2x1 0.02-0.08 behind everywhere
         Kernel("sm90", "bf16", la_lb[0], la_lb[1], (256, 128, 64), cluster, "coop", "persistent")
         for la_lb in ("rr", "rc") for cluster in ((1, 2), (2, 1))
+    ] + [  # bf16 128x192 tiles by TMA in clusters of 1x1 (the package registers 2x1): H100, x cuBLAS,
+        # 3072^3 rr / rc / cr 0.82 / 0.79 / 0.80 against 2x1's 0.95 / 0.91 / 0.95
+        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 192, 64), (1, 1), "coop", "persistent")
+        for la_lb in ("rr", "rc", "cr")
     ] + [  # bf16 batched products with a narrow side (issue 10), beside the registered 128x64 coop:
         # H100, x cuBLAS, 32x(1024x64x1024) / 32x(2048x64x2048) / 8x(4096x64x4096) rr: pingpong
         # 0.99 / 1.01 / 1.00 (coop 1.00 / 1.01 / 1.00); 128x128 coop persistent 0.95 / 0.96 / 0.94,

@@ -133,15 +133,16 @@ def test_staged_tiles_by_how_they_fill_the_sms():
         heuristics.install()
 
 
-def test_one_wave_pairs_by_how_their_tiles_fill_the_sms():
-    """The rules (no table) for the 128-row tiles in clusters of 1x2, bf16, aligned: each where its
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_one_wave_pairs_by_how_their_tiles_fill_the_sms(dtype):
+    """The rules (no table) for the 128-row tiles in clusters of 1x2, 16-bit, aligned: each where its
     tiles fill one wave at least half (1024x1024x4096: 128 tiles of 128x64; 1024x2048x4096: 128 of
     128x128), neither where long K over few tiles is split-K's or many tiles are 128x256's."""
     names = {k["name"] for k in pg.kernels()}
-    pair = "sm90_bf16_{}_{}_c1x2_coop_persistent"
+    pair = "sm90_" + ("bf16" if dtype == torch.bfloat16 else "f16") + "_{}_{}_c1x2_coop_persistent"
     if not {pair.format(lay, t) for lay in ("rr", "cr", "rc") for t in ("128x64x64", "128x128x64")} <= names:
-        pytest.skip("this build lacks the bf16 one-wave pair kernels")
-    e = lambda *shape: torch.empty(*shape, device="meta", dtype=torch.bfloat16)  # noqa: E731
+        pytest.skip(f"this build lacks the {dtype} one-wave pair kernels")
+    e = lambda *shape: torch.empty(*shape, device="meta", dtype=dtype)  # noqa: E731
     operand = lambda rows, cols, layout: e(rows, cols) if layout == "r" else e(cols, rows).T  # noqa: E731
     heuristics.install([])
     try:
@@ -151,6 +152,29 @@ def test_one_wave_pairs_by_how_their_tiles_fill_the_sms():
             assert rules(1024, 2048, 4096, lay) == pair.format(lay, "128x128x64")
         assert "c1x2_coop_persistent" not in rules(256, 256, 524288, "rr")  # 8 tiles: split-K's
         assert "c1x2" not in rules(4096, 4096, 4096, "rr")  # 512 tiles of 128x256 fill the waves
+    finally:
+        heuristics.install()
+
+
+def test_192_wide_tiles_where_they_fill_the_last_wave():
+    """The rules (no table) for the 128x192 tiles, bf16, aligned: where 128x256 tiles leave their last
+    wave mostly idle and 128x192 ones fill it (3072^3: 288 tiles of 128x256 for 132 SMs, 384 of
+    128x192; 1536x1536: 72 against 96), not where 128x256 tiles fill their waves (4096^3) or
+    128x192 ones would pad N (4096x1024x3072: N = 1024 is 5.3 tiles of 192)."""
+    names = {k["name"] for k in pg.kernels()}
+    wide = "sm90_bf16_{}_128x192x64_c2x1_coop_persistent"
+    if not {wide.format(lay) for lay in ("rr", "cr", "rc")} <= names:
+        pytest.skip("this build lacks the bf16 128x192 kernels")
+    e = lambda *shape: torch.empty(*shape, device="meta", dtype=torch.bfloat16)  # noqa: E731
+    operand = lambda rows, cols, layout: e(rows, cols) if layout == "r" else e(cols, rows).T  # noqa: E731
+    heuristics.install([])
+    try:
+        rules = lambda m, n, k, lay: pg.plan(operand(m, k, lay[0]), operand(k, n, lay[1]), arch=90)["kernel"]  # noqa: E731
+        for lay in ("rr", "cr", "rc"):
+            assert rules(3072, 3072, 3072, lay) == wide.format(lay)
+            assert rules(1536, 1536, 4096, lay) == wide.format(lay)
+            assert "128x192" not in rules(4096, 4096, 4096, lay)
+            assert "128x192" not in rules(4096, 1024, 3072, lay)
     finally:
         heuristics.install()
 
