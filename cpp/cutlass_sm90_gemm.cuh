@@ -359,9 +359,10 @@ class CutlassSm90Gemm : public GemmKernel {
   // Tiles of 128x192 are for problems whose 128x256 tiles leave much of their last wave idle and
   // 128x192 ones fill it: 3072^3 has 288 tiles of 128x256 for 132 SMs (three waves, the last 18%
   // full) and 384 of 128x192 (97%): 0.081 ms against 0.102 on the H100 (cuBLAS runs 192-wide tiles
-  // there, 0.077). First where the SMs' waves of its tiles compute at least kWaveFillGain more of
-  // the output than those of 128x256 tiles (wave_fill), behind the others elsewhere: per flop it is
-  // behind 128x256 (4096^3: 0.221 ms against 0.170, 704 tiles against 512).
+  // there, 0.077). First where its tiles fill at least half the SMs and the SMs' waves of them
+  // compute at least kWaveFillGain more of the output than those of 128x256 tiles (wave_fill),
+  // behind the others elsewhere: per flop it is behind 128x256 (4096^3: 0.221 ms against 0.170, 704
+  // tiles against 512), and fewer tiles are stream-K's or split-K's (256x256x524288: 4 tiles).
   static constexpr bool kWaveFill = kTileM == 128 && kTileN == 192 && !kTransposed && !kStreamK && !kSplitK &&
                                     !kBias && !kUnalignedInputs;
   static constexpr double kWaveFillGain = 1.15;
@@ -418,8 +419,9 @@ class CutlassSm90Gemm : public GemmKernel {
     if constexpr (kSmallM) return p.m <= kTileN ? kSmallMPriority : kNotSmallMPriority;
     if (kBias && !has_bias_row(p)) return kWithoutBiasPriority;
     if constexpr (kWaveFill)
-      return wave_fill(p, 128, 192) >= kWaveFillGain * wave_fill(p, 128, 256) ? kWaveFillPriority
-                                                                               : kNotWaveFillPriority;
+      return 2 * tiles_of(p) >= sm_count_of(p) && wave_fill(p, 128, 192) >= kWaveFillGain * wave_fill(p, 128, 256)
+                 ? kWaveFillPriority
+                 : kNotWaveFillPriority;
     if constexpr (kOneWavePair) {
       const int64_t tiles = tiles_of(p), sms = sm_count_of(p);
       return p.n > kTileN && tiles <= sms && 2 * tiles >= sms ? kOneWavePairPriority : kNotOneWavePairPriority;

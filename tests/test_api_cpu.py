@@ -160,7 +160,7 @@ def test_192_wide_tiles_where_they_fill_the_last_wave():
     """The rules (no table) for the 128x192 tiles, bf16, aligned: where 128x256 tiles leave their last
     wave mostly idle and 128x192 ones fill it (3072^3: 288 tiles of 128x256 for 132 SMs, 384 of
     128x192; 1536x1536: 72 against 96), not where 128x256 tiles fill their waves (4096^3) or
-    128x192 ones would pad N (4096x1024x3072: N = 1024 is 5.3 tiles of 192)."""
+    128x192 ones would pad N (4096x1024x3072: N = 1024 is 5.3 tiles of 192), nor over few tiles."""
     names = {k["name"] for k in pg.kernels()}
     wide = "sm90_bf16_{}_128x192x64_c2x1_coop_persistent"
     if not {wide.format(lay) for lay in ("rr", "cr", "rc")} <= names:
@@ -175,6 +175,7 @@ def test_192_wide_tiles_where_they_fill_the_last_wave():
             assert rules(1536, 1536, 4096, lay) == wide.format(lay)
             assert "128x192" not in rules(4096, 4096, 4096, lay)
             assert "128x192" not in rules(4096, 1024, 3072, lay)
+        assert "128x192" not in rules(256, 256, 524288, "rr")  # 4 tiles: split-K's
     finally:
         heuristics.install()
 
