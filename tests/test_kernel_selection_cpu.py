@@ -84,6 +84,20 @@ def test_between_points_the_kernel_fastest_around_wins(tables):
     assert vote["kernel"] == "naive" and "least time over the 3 points within 3.0 octaves: 1.08x" in vote["reason"]
 
 
+def test_points_between_octaves_decide_only_problems_between_octaves(tables):
+    """A point whose m or n is 1.5 x 2^i (3072: tiles fill the SMs' waves differently than at 2048 or
+    4096) votes for problems between octaves, not for those near powers of two."""
+    tables([fake_table([(3072, 1024, 1024, 1, "naive"), (4096, 1024, 4096, 1, "fallback")])])
+    plan = lambda m, n, k: pg.plan(meta(m, k), meta(k, n, "col"), arch=90)  # noqa: E731
+    assert plan(3072, 1024, 1024)["kernel"] == "naive"  # a measured point decides itself
+    assert plan(3000, 1024, 1024)["kernel"] == "naive"  # between octaves: the 3072 point is nearest
+    # m = 3600 is nearer 4096 than 3072 in log2: the 3072 point (0.2 octaves away) is left out
+    near_power = plan(3600, 1024, 1024)
+    assert near_power["kernel"] == "fallback" and "near point 4096x1024x4096" in near_power["reason"]
+    tables([fake_table([(3072, 1024, 1024, 1, "naive")])])  # only points between octaves: they decide
+    assert plan(4096, 1024, 1024)["kernel"] == "naive"
+
+
 def test_between_points_a_kernel_close_everywhere_beats_one_fastest_at_most(tables):
     tables([fake_table([(1024, 1024, 1024, 1, [("fallback", 1.0), ("naive", 1.02)]),
                         (4096, 1024, 1024, 1, [("fallback", 1.0), ("naive", 1.02)]),
