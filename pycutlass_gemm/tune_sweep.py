@@ -24,7 +24,7 @@ from .bench_cases import LAYOUTS, PRECISIONS, USER_SHAPES, WORKLOADS, Precision,
 from .tune_timing import candidates, flush_buffer, time_candidates
 
 SIZES = (1, 4, 16, 64, 256, 512, 1024, 2048, 4096, 8192, 16384, 65536)
-COARSE = (1, 16, 256, 1024, 4096, 16384, 65536)  # unaligned, fp16, IEEE fp32: fewer points
+COARSE = (1, 16, 256, 1024, 4096, 16384, 65536)  # unaligned, fp16 cc, IEEE fp32: fewer points
 # Between the octaves (1.5 x 2^i): the sizes where tiles of 128x256 leave their last wave emptiest
 # and 192-wide ones fit (3072: 288 tiles of 128x256 for 132 SMs, 384 of 128x192). bf16, aligned,
 # with M or N one of them (the other from 256 up) and K any of SIZES and these: the layouts of a
@@ -59,7 +59,8 @@ def sweep_problems(quick: bool = False) -> list[tuple[Workload, Precision]]:
         ("bf16", BATCHED[1][1], ("rr", "rc", "cr"), True, BATCHED[1][0]),
         ("tf32", BATCHED[0][1], ("rr", "rc", "cr"), True, BATCHED[0][0]),
         ("tf32", BATCHED[1][1], ("rr", "rc", "cr"), True, BATCHED[1][0]),
-        ("fp16", COARSE, LAYOUTS, True, 1),
+        ("fp16", COARSE, ("cc",), True, 1),
+        ("fp16", SIZES, ("rr", "rc", "cr"), True, 1),  # every octave: the one-wave pairs' shapes sit at 2048
         ("fp16", COARSE, ("rr", "rc"), False, 1),
         ("fp16", COARSE, ("rr", "rc"), "k", 1),
         ("tf32", COARSE, LAYOUTS, False, 1),
