@@ -26,9 +26,9 @@ from .tune_timing import candidates, flush_buffer, time_candidates
 SIZES = (1, 4, 16, 64, 256, 512, 1024, 2048, 4096, 8192, 16384, 65536)
 COARSE = (1, 16, 256, 1024, 4096, 16384, 65536)  # unaligned, fp16 cc, IEEE fp32: fewer points
 # Between the octaves (1.5 x 2^i): the sizes where tiles of 128x256 leave their last wave emptiest
-# and 192-wide ones fit (3072: 288 tiles of 128x256 for 132 SMs, 384 of 128x192). bf16, aligned,
-# with M or N one of them (the other from 256 up) and K any of SIZES and these: the layouts of a
-# layer's forward and backward products.
+# and 192-wide ones fit (3072: 288 tiles of 128x256 for 132 SMs, 384 of 128x192). bf16 and fp16,
+# aligned, with M or N one of them (the other from 256 up) and K any of SIZES and these: the layouts
+# of a layer's forward and backward products.
 MID_SIZES = (1536, 3072, 6144, 12288)
 BATCHED = ((4, (64, 256, 1024, 4096)), (32, (64, 256, 1024)))  # (batch, sizes)
 MAX_FLOP = 2**41
@@ -86,7 +86,8 @@ def sweep_problems(quick: bool = False) -> list[tuple[Workload, Precision]]:
         wide = tuple(s for s in SIZES if s >= 256) + MID_SIZES
         for m, n, k in itertools.product(wide, wide, SIZES + MID_SIZES):
             if m in MID_SIZES or n in MID_SIZES:
-                problems += [(Workload.problem(m, n, k, layout, 1), _BY_NAME["bf16"]) for layout in ("rr", "rc", "cr")]
+                problems += [(Workload.problem(m, n, k, layout, 1), _BY_NAME[dtype])
+                             for dtype in ("bf16", "fp16") for layout in ("rr", "rc", "cr")]
     return [pw for pw in dict.fromkeys(problems) if fits(*pw)]
 
 

@@ -254,8 +254,9 @@ def all_kernels():
     # 1536^3 rr 0.018 (0.81x) / 0.022 (0.67x); 4096x1536x4096 rc 0.072 (0.95x). Per flop it is behind
     # 128x256 (4096^3 rr 0.77x, 704 tiles against 512), so it is for those problems only
     # (CutlassSm90Gemm::priority); clusters of 1x1 ran 0.79-0.83x at 3072^3.
-    for la_lb in ("rr", "rc", "cr"):
-        kernels.append(Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 192, 64), (2, 1), "coop", "persistent"))
+    # fp16 the same.
+    for dtype, la_lb in itertools.product(["bf16", "f16"], ["rr", "rc", "cr"]):
+        kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 192, 64), (2, 1), "coop", "persistent"))
     # bf16 / f16 with A and B 16-byte aligned and D not (an odd N with B column-major: x @ W.T onto a
     # vocabulary of 50257; or an output view): TMA loads, the epilogue stores D from registers. Only
     # B column-major: with B row-major an odd N leaves B unaligned too.

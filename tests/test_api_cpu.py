@@ -156,16 +156,17 @@ def test_one_wave_pairs_by_how_their_tiles_fill_the_sms(dtype):
         heuristics.install()
 
 
-def test_192_wide_tiles_where_they_fill_the_last_wave():
-    """The rules (no table) for the 128x192 tiles, bf16, aligned: where 128x256 tiles leave their last
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_192_wide_tiles_where_they_fill_the_last_wave(dtype):
+    """The rules (no table) for the 128x192 tiles, 16-bit, aligned: where 128x256 tiles leave their last
     wave mostly idle and 128x192 ones fill it (3072^3: 288 tiles of 128x256 for 132 SMs, 384 of
     128x192; 1536x1536: 72 against 96), not where 128x256 tiles fill their waves (4096^3) or
     128x192 ones would pad N (4096x1024x3072: N = 1024 is 5.3 tiles of 192), nor over few tiles."""
     names = {k["name"] for k in pg.kernels()}
-    wide = "sm90_bf16_{}_128x192x64_c2x1_coop_persistent"
+    wide = "sm90_" + ("bf16" if dtype == torch.bfloat16 else "f16") + "_{}_128x192x64_c2x1_coop_persistent"
     if not {wide.format(lay) for lay in ("rr", "cr", "rc")} <= names:
-        pytest.skip("this build lacks the bf16 128x192 kernels")
-    e = lambda *shape: torch.empty(*shape, device="meta", dtype=torch.bfloat16)  # noqa: E731
+        pytest.skip(f"this build lacks the {dtype} 128x192 kernels")
+    e = lambda *shape: torch.empty(*shape, device="meta", dtype=dtype)  # noqa: E731
     operand = lambda rows, cols, layout: e(rows, cols) if layout == "r" else e(cols, rows).T  # noqa: E731
     heuristics.install([])
     try:
