@@ -1,5 +1,7 @@
 """What works without a GPU: import, the registry, layout inference, planning and argument checks."""
 
+import contextlib
+
 import pytest
 import torch
 
@@ -7,6 +9,20 @@ import pycutlass_gemm as pg
 from pycutlass_gemm import heuristics
 
 LAYOUT_NAMES = {"row", "col", "any"}
+DTYPE_TAG = {torch.bfloat16: "bf16", torch.float16: "f16"}  # as kernel names spell them
+
+
+@contextlib.contextmanager
+def rules_only(dtype=torch.bfloat16):
+    """rules(m, n, k, layouts="rr"): the kernel plan() picks for sm_90 (132 SMs) by the priority
+    rules alone (no table), on meta operands of `dtype`."""
+    e = lambda *shape: torch.empty(*shape, device="meta", dtype=dtype)  # noqa: E731
+    operand = lambda rows, cols, layout: e(rows, cols) if layout == "r" else e(cols, rows).T  # noqa: E731
+    heuristics.install([])
+    try:
+        yield lambda m, n, k, lay="rr": pg.plan(operand(m, k, lay[0]), operand(k, n, lay[1]), arch=90)["kernel"]
+    finally:
+        heuristics.install()
 
 
 def test_kernels_lists_registry():
@@ -120,17 +136,12 @@ def test_staged_tiles_by_how_they_fill_the_sms():
     staged = "sm90_bf16_rr_{}_c1x1_coopstaged_persistent{}"
     if not {staged.format(t, "") for t in ("128x64x64", "128x128x64", "128x192x32", "128x256x32")} <= names:
         pytest.skip("this build lacks the staged bf16 rr kernels")
-    e = lambda *shape: torch.empty(*shape, device="meta", dtype=torch.bfloat16)  # noqa: E731
-    heuristics.install([])
-    try:
-        rules = lambda m, n, k: pg.plan(e(m, k), e(k, n), arch=90)["kernel"]  # noqa: E731
+    with rules_only() as rules:
         assert rules(777, 777, 777) == staged.format("128x64x64", "_anyout")  # D unaligned too
         assert rules(1000, 1000, 777) == staged.format("128x64x64", "")
         assert rules(1000, 3000, 777) == staged.format("128x192x32", "")
         assert rules(512, 3000, 777) == staged.format("128x128x64", "")  # 188 tiles of 128x64, 96 of 128x128
         assert rules(4096, 4096, 4095) == staged.format("128x256x32", "")
-    finally:
-        heuristics.install()
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -139,21 +150,15 @@ def test_one_wave_pairs_by_how_their_tiles_fill_the_sms(dtype):
     tiles fill one wave at least half (1024x1024x4096: 128 tiles of 128x64; 1024x2048x4096: 128 of
     128x128), neither where long K over few tiles is split-K's or many tiles are 128x256's."""
     names = {k["name"] for k in pg.kernels()}
-    pair = "sm90_" + ("bf16" if dtype == torch.bfloat16 else "f16") + "_{}_{}_c1x2_coop_persistent"
+    pair = "sm90_" + DTYPE_TAG[dtype] + "_{}_{}_c1x2_coop_persistent"
     if not {pair.format(lay, t) for lay in ("rr", "cr", "rc") for t in ("128x64x64", "128x128x64")} <= names:
         pytest.skip(f"this build lacks the {dtype} one-wave pair kernels")
-    e = lambda *shape: torch.empty(*shape, device="meta", dtype=dtype)  # noqa: E731
-    operand = lambda rows, cols, layout: e(rows, cols) if layout == "r" else e(cols, rows).T  # noqa: E731
-    heuristics.install([])
-    try:
-        rules = lambda m, n, k, lay: pg.plan(operand(m, k, lay[0]), operand(k, n, lay[1]), arch=90)["kernel"]  # noqa: E731
+    with rules_only(dtype) as rules:
         for lay in ("rr", "cr", "rc"):
             assert rules(1024, 1024, 4096, lay) == pair.format(lay, "128x64x64")
             assert rules(1024, 2048, 4096, lay) == pair.format(lay, "128x128x64")
-        assert "c1x2_coop_persistent" not in rules(256, 256, 524288, "rr")  # 8 tiles: split-K's
-        assert "c1x2" not in rules(4096, 4096, 4096, "rr")  # 512 tiles of 128x256 fill the waves
-    finally:
-        heuristics.install()
+        assert "c1x2_coop_persistent" not in rules(256, 256, 524288)  # 8 tiles: split-K's
+        assert "c1x2" not in rules(4096, 4096, 4096)  # 512 tiles of 128x256 fill the waves
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -163,22 +168,16 @@ def test_192_wide_tiles_where_they_fill_the_last_wave(dtype):
     128x192; 1536x1536: 72 against 96), not where 128x256 tiles fill their waves (4096^3) or
     128x192 ones would pad N (4096x1024x3072: N = 1024 is 5.3 tiles of 192), nor over few tiles."""
     names = {k["name"] for k in pg.kernels()}
-    wide = "sm90_" + ("bf16" if dtype == torch.bfloat16 else "f16") + "_{}_128x192x64_c2x1_coop_persistent"
+    wide = "sm90_" + DTYPE_TAG[dtype] + "_{}_128x192x64_c2x1_coop_persistent"
     if not {wide.format(lay) for lay in ("rr", "cr", "rc")} <= names:
         pytest.skip(f"this build lacks the {dtype} 128x192 kernels")
-    e = lambda *shape: torch.empty(*shape, device="meta", dtype=dtype)  # noqa: E731
-    operand = lambda rows, cols, layout: e(rows, cols) if layout == "r" else e(cols, rows).T  # noqa: E731
-    heuristics.install([])
-    try:
-        rules = lambda m, n, k, lay: pg.plan(operand(m, k, lay[0]), operand(k, n, lay[1]), arch=90)["kernel"]  # noqa: E731
+    with rules_only(dtype) as rules:
         for lay in ("rr", "cr", "rc"):
             assert rules(3072, 3072, 3072, lay) == wide.format(lay)
             assert rules(1536, 1536, 4096, lay) == wide.format(lay)
             assert "128x192" not in rules(4096, 4096, 4096, lay)
             assert "128x192" not in rules(4096, 1024, 3072, lay)
-        assert "128x192" not in rules(256, 256, 524288, "rr")  # 4 tiles: split-K's
-    finally:
-        heuristics.install()
+        assert "128x192" not in rules(256, 256, 524288)  # 4 tiles: split-K's
 
 
 def test_default_precision_follows_torch():
