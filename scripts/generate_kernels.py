@@ -241,8 +241,9 @@ def all_kernels():
     # And 128x128 tiles in clusters of 1x2 where those fill one wave: 1024x2048x4096 cr 0.028 ms (0.94x
     # cuBLAS) against 0.039 for 128x64 c1x2 and 0.035 for stream-K 128x128; 2048x1024x4096 rr 0.030
     # against stream-K's 0.034.
-    # fp16 the same (H100, x cuBLAS, in the run that measured the bf16 twins' numbers again: see
-    # notes/measurements.md, session 18).
+    # fp16 the same: H100, x cuBLAS, auto with them against auto before (128x64 c1x1, stream-K, split-K
+    # 128x256): 1024x1024x4096 cr 0.83 / 0.68, rr 0.85 / 0.73, rc 0.89 / 0.63; 1024x2048x4096 cr 0.95 /
+    # 0.54; 2048x1024x4096 rr 0.97 / 0.60; 512x2048x4096 rc 0.84 / 0.66; 256x256x131072 rr (split) 0.93 / 0.85.
     for dtype, la_lb, tile in itertools.product(["bf16", "f16"], ["rr", "cr", "rc"], [(128, 64, 64), (128, 128, 64)]):
         kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], tile, (1, 2), "coop", "persistent"))
     for dtype in ["bf16", "f16"]:
@@ -253,8 +254,8 @@ def all_kernels():
     # (0.74x), cr 0.082 (0.95x) / 0.102 (0.76x); 3072x3072x4096 cr 0.105 (0.96x) / 0.131 (0.77x);
     # 1536^3 rr 0.018 (0.81x) / 0.022 (0.67x); 4096x1536x4096 rc 0.072 (0.95x). Per flop it is behind
     # 128x256 (4096^3 rr 0.77x, 704 tiles against 512), so it is for those problems only
-    # (CutlassSm90Gemm::priority); clusters of 1x1 ran 0.79-0.83x at 3072^3.
-    # fp16 the same.
+    # (CutlassSm90Gemm::priority); clusters of 1x1 ran 0.79-0.83x at 3072^3. fp16 the same (3072^3
+    # rr / rc / cr 0.083 / 0.086 / 0.083 ms against 128x256's 0.105 / 0.105 / 0.104 in the sweep).
     for dtype, la_lb in itertools.product(["bf16", "f16"], ["rr", "rc", "cr"]):
         kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 192, 64), (2, 1), "coop", "persistent"))
     # bf16 / f16 with A and B 16-byte aligned and D not (an odd N with B column-major: x @ W.T onto a
