@@ -65,9 +65,8 @@ constexpr double kVoteOctaves = 1.0;
 // SLOWEST_KEPT, read from here); between points a kernel not kept at one counts this much there.
 // Over the H100 sweep (24006 problems, session 18, before fp16's between octaves), judged at each
 // point from the others, choosing by least time over the surrounding points picks kernels at a
-// geomean of 1.029x the fastest (within
-// 3% at 87.0% of the points; 89.5% and 1.025x at the powers of two, 70.9% and 1.059x between
-// octaves, where how tiles fill the waves changes fastest).
+// geomean of 1.029x the fastest (within 3% at 87.0% of the points; 89.5% and 1.025x at the powers
+// of two, 70.9% and 1.059x between octaves, where how tiles fill the waves changes fastest).
 constexpr double kSlowestKept = 1.25;
 
 // Autotuning. The key of a problem's tuning class: device, dtype, precision, layouts, the smallest
