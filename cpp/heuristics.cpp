@@ -142,7 +142,7 @@ std::optional<MeasuredChoice> measured_choice(const GemmProblem& p) {
     auto it = t.classes.find(cls);
     if (it == t.classes.end()) return std::nullopt;
     const double lm = log2_of(p.m), ln = log2_of(p.n), lk = log2_of(p.k), lb = log2_of(p.batch);
-    // Points with m or n between octaves (the sweep measures bf16 at 1536..12288) decide only
+    // Points with m or n between octaves (the sweep measures bf16 and fp16 at 1536..12288) decide only
     // problems between octaves too: how tiles fill the SMs' waves differs between 3072 and 4096
     // (3072^3 runs 128x192 tiles, 4096^3 128x256), and over the H100 sweep, judged at each
     // power-of-two point from the others, their votes put 88.7% of the choices within 3% of the
