@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import pycutlass_gemm as pg
+from conftest import matrix
 from pycutlass_gemm import heuristics
 
 LAYOUT_NAMES = {"row", "col", "any"}
@@ -16,8 +17,8 @@ DTYPE_TAG = {torch.bfloat16: "bf16", torch.float16: "f16"}  # as kernel names sp
 def rules_only(dtype=torch.bfloat16):
     """rules(m, n, k, layouts="rr"): the kernel plan() picks for sm_90 (132 SMs) by the priority
     rules alone (no table), on meta operands of `dtype`."""
-    e = lambda *shape: torch.empty(*shape, device="meta", dtype=dtype)  # noqa: E731
-    operand = lambda rows, cols, layout: e(rows, cols) if layout == "r" else e(cols, rows).T  # noqa: E731
+    layout = {"r": "row", "c": "col"}
+    operand = lambda rows, cols, lay: matrix(rows, cols, layout[lay], dtype, device="meta")  # noqa: E731
     heuristics.install([])
     try:
         yield lambda m, n, k, lay="rr": pg.plan(operand(m, k, lay[0]), operand(k, n, lay[1]), arch=90)["kernel"]

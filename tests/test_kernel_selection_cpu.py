@@ -16,12 +16,11 @@ import torch
 import pycutlass_gemm as pg
 from pycutlass_gemm import _C, autotuning, heuristics, tune_sweep, tune_timing
 from pycutlass_gemm import launch as _launch
-from conftest import WallClockEvent
+from conftest import WallClockEvent, matrix
 
 
 def meta(rows, cols, layout="row", dtype=torch.bfloat16):
-    t = torch.empty((rows, cols) if layout == "row" else (cols, rows), device="meta", dtype=dtype)
-    return t if layout == "row" else t.T
+    return matrix(rows, cols, layout, dtype, device="meta")
 
 
 def fake_table(points, cls="bfloat16 ieee row col aligned", device="NVIDIA Fake GPU", sm=90, sm_count=132):
