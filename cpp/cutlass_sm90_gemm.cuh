@@ -19,7 +19,8 @@
 // with a TMA epilogue it writes D transposed. Transposed, rr becomes cc
 // (A' MN-major in registers, B' K-major in smem): the plain, tested RS path.
 // Also used (bf16/f16, rc) for small M: x @ W.T with a few rows of x becomes W x^T, W's rows
-// on the 128-row tile and x's few rows on a narrow N tile, both operands K-major.
+// on the 128-row tile and x's few rows on a narrow N tile, both operands K-major. And (bf16) for
+// 192-row tiles of D: 128x192 tiles of D^T, where the user's M fills 192-row tiles better.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -44,174 +45,10 @@
 
 #include "cutlass_adapter.cuh"
 #include "gemm_problem.h"
-#include "sm90_ldg_mainloop.cuh"
-#include "sm90_staged_mainloop.cuh"
-#include "sm90_tf32_smem_rewrite_mainloop.cuh"
+#include "sm90_collectives.cuh"
 #include "split_k_reduce.h"
 
 namespace pycutlass_gemm {
-
-// Tile scheduler choice: K split into equal slices that run as the batch of the persistent kernel
-// (each slice's A and B reached through the batch stride), each slice's fp32 product written to
-// the workspace, then summed in slice order with the epilogue (split_k_reduce.h). For long K over
-// few output tiles (256 x 256 x 524288: 2 tiles of 128x256): every SM streams its slice of A and
-// B once -- a 2x1 cluster multicasts B to both halves of the 256 rows -- and no slice waits for
-// another, where stream-K's fix-up chains (deterministic) or contends (atomics).
-struct SplitKParallelScheduler {};
-
-namespace sm90_detail {
-
-template <class Tag> struct TransposeTag;
-template <> struct TransposeTag<cutlass::layout::RowMajor> { using type = cutlass::layout::ColumnMajor; };
-template <> struct TransposeTag<cutlass::layout::ColumnMajor> { using type = cutlass::layout::RowMajor; };
-
-template <class Tag> constexpr Layout layout_of() {
-  return std::is_same_v<Tag, cutlass::layout::RowMajor> ? Layout::Row : Layout::Col;
-}
-
-template <class T> struct DTypeOf;
-template <> struct DTypeOf<cutlass::bfloat16_t> { static constexpr DType value = DType::BF16; };
-template <> struct DTypeOf<cutlass::half_t> { static constexpr DType value = DType::F16; };
-template <> struct DTypeOf<float> { static constexpr DType value = DType::F32; };
-
-// A cute stride (two of M/N/K with one of them static 1, then L): set the dynamic
-// one of the first two modes to `ld` and the batch mode to `batch_stride`.
-template <class Stride>
-Stride make_stride_ld(int64_t ld, int64_t batch_stride) {
-  Stride s{};
-  using S0 = std::remove_cv_t<std::remove_reference_t<decltype(cute::get<0>(s))>>;
-  if constexpr (cute::is_static<S0>::value) {
-    cute::get<1>(s) = ld;
-  } else {
-    cute::get<0>(s) = ld;
-  }
-  cute::get<2>(s) = batch_stride;
-  return s;
-}
-
-// The extent of (rows x cols) along its contiguous dimension, for a layout tag.
-template <class Tag>
-int64_t contiguous_extent(int64_t rows, int64_t cols) {
-  return std::is_same_v<Tag, cutlass::layout::RowMajor> ? cols : rows;
-}
-
-// The mainloop: what CUTLASS's builder makes for the choices, or, for the schedules of
-// sm90_tf32_smem_rewrite_mainloop.cuh (tf32 with an MN-major operand; tf32x3), a mainloop that
-// rewrites each stage in shared memory around the builder's K-major one.
-template <class Element, class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape,
-          class StageCount, class Schedule>
-struct Mainloop {
-  using type = typename cutlass::gemm::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Element, LayoutA, kAlignment, Element, LayoutB, kAlignment,
-      float, TileShape, ClusterShape, StageCount, Schedule>::CollectiveOp;
-};
-
-template <class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape, int kCarveout,
-          bool kTf32x3, int kPromoteEvery = 0>
-struct RewritingMainloop {
-  // tf32x3 keeps kSmallSlots more (M + N) x K tiles of small parts beside the stages.
-  static constexpr int kSmallBytes =
-      kTf32x3 ? smem_rewrite_detail::kSmallSlots * int(sizeof(float)) *
-                    (cute::size<0>(TileShape{}) + cute::size<1>(TileShape{})) * cute::size<2>(TileShape{})
-              : 0;
-  using KMajor = typename Mainloop<float, cutlass::layout::RowMajor, cutlass::layout::ColumnMajor, kAlignment,
-                                   TileShape, ClusterShape,
-                                   cutlass::gemm::collective::StageCountAutoCarveout<kCarveout + kSmallBytes>,
-                                   cutlass::gemm::KernelTmaWarpSpecializedCooperative>::type;
-  using type = Sm90Tf32SmemRewriteMainloop<KMajor, cutlass::detail::TagToStrideA_t<LayoutA>,
-                                         cutlass::detail::TagToStrideB_t<LayoutB>, kTf32x3, kPromoteEvery>;
-};
-
-template <class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape, int kCarveout>
-struct Mainloop<float, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape,
-                cutlass::gemm::collective::StageCountAutoCarveout<kCarveout>,
-                KernelTmaWarpSpecializedCooperativeSmemTranspose>
-    : RewritingMainloop<LayoutA, LayoutB, kAlignment, TileShape, ClusterShape, kCarveout, false> {};
-
-template <class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape, int kCarveout,
-          int kPromoteEvery>
-struct Mainloop<float, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape,
-                cutlass::gemm::collective::StageCountAutoCarveout<kCarveout>,
-                KernelTmaWarpSpecializedCooperativeTf32x3<kPromoteEvery>>
-    : RewritingMainloop<LayoutA, LayoutB, kAlignment, TileShape, ClusterShape, kCarveout, true, kPromoteEvery> {};
-
-// CUTLASS's cp.async cooperative mainloop for 16-byte aligned operands: the kernel, tiled MMA and
-// shared-memory atoms the any-alignment mainloops build on.
-template <class Element, class LayoutA, class LayoutB, class TileShape, class ClusterShape, int kCarveout>
-using CpAsyncMainloop =
-    typename Mainloop<Element, LayoutA, LayoutB, 16 / int(sizeof(Element)), TileShape, ClusterShape,
-                      cutlass::gemm::collective::StageCountAutoCarveout<kCarveout>,
-                      cutlass::gemm::KernelCpAsyncWarpSpecializedCooperative>::type;
-
-// 16-bit operands at any alignment (sm90_ldg_mainloop.cuh): the cp.async mainloop with the
-// producer's loads replaced.
-template <class Element, class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape,
-          int kCarveout>
-struct Mainloop<Element, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape,
-                cutlass::gemm::collective::StageCountAutoCarveout<kCarveout>, KernelLdgWarpSpecializedCooperative> {
-  using type = Sm90LdgMainloop<CpAsyncMainloop<Element, LayoutA, LayoutB, TileShape, ClusterShape, kCarveout>>;
-};
-
-// CpAsyncMainloop as a class whose ::type is named only when chosen (the builder fails for 192).
-template <class Element, class LayoutA, class LayoutB, class TileShape, class ClusterShape, int kCarveout>
-struct CpAsyncMainloopOf {
-  using type = CpAsyncMainloop<Element, LayoutA, LayoutB, TileShape, ClusterShape, kCarveout>;
-};
-
-// The cp.async mainloop for a tile 192 wide: the builder cannot spread a 192-wide MN-major line's
-// 24 chunks over the producer's 128 threads, so its tiled copies (which the staged mainloop does
-// not use: it copies chunks itself) come from a 64-wide tile; the tiled MMA is the 192-wide tile's
-// and the shared-memory atoms are the same for both widths (64-element MN-major atoms, K-major ones
-// chosen by K).
-template <class Element, class LayoutA, class LayoutB, class TileShape, class ClusterShape, int kCarveout>
-struct CpAsyncMainloop192 {
-  using Narrow = CpAsyncMainloop<Element, LayoutA, LayoutB,
-                                 cute::Shape<decltype(cute::get<0>(TileShape{})), cute::_64,
-                                             decltype(cute::get<2>(TileShape{}))>,
-                                 ClusterShape, kCarveout>;
-  using TiledMma = decltype(cute::make_tiled_mma(
-      cute::GMMA::ss_op_selector<Element, Element, float, TileShape,
-                                 cutlass::gemm::collective::detail::gmma_ss_tag_to_major_A<Element, LayoutA>(),
-                                 cutlass::gemm::collective::detail::gmma_ss_tag_to_major_B<Element, LayoutB>()>(),
-      cute::Layout<cute::Shape<cute::_2, cute::_1, cute::_1>>{}));  // two consumer warpgroups along M
-  using type = cutlass::gemm::collective::CollectiveMma<
-      typename Narrow::DispatchPolicy, TileShape, Element, typename Narrow::StrideA, Element, typename Narrow::StrideB,
-      TiledMma, typename Narrow::GmemTiledCopyA, typename Narrow::SmemLayoutAtomA, void, cute::identity,
-      typename Narrow::GmemTiledCopyB, typename Narrow::SmemLayoutAtomB, void, cute::identity>;
-};
-
-// 16-bit operands at any alignment, staged by cp.async and shifted by the consumers
-// (sm90_staged_mainloop.cuh): as many staging stages as shared memory holds beside the two wgmma
-// slots and the epilogue.
-template <class Element, class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape,
-          int kCarveout>
-struct Mainloop<Element, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape,
-                cutlass::gemm::collective::StageCountAutoCarveout<kCarveout>, KernelStagedWarpSpecializedCooperative> {
-  using CpAsync = typename std::conditional_t<  // (only the chosen one is instantiated)
-      cute::size<1>(TileShape{}) == 192, CpAsyncMainloop192<Element, LayoutA, LayoutB, TileShape, ClusterShape, kCarveout>,
-      CpAsyncMainloopOf<Element, LayoutA, LayoutB, TileShape, ClusterShape, kCarveout>>::type;
-  template <int kStages> using With = Sm90StagedMainloop<CpAsync, kStages>;
-  static constexpr int kPerStage = With<4>::kSharedBytes - With<3>::kSharedBytes;
-  static constexpr int kFixed = With<3>::kSharedBytes - 3 * kPerStage;
-  static constexpr int kPipelineBytes = 64;  // two barriers a stage, with room
-  static constexpr int kStages = (cutlass::gemm::collective::detail::sm90_smem_capacity_bytes - kCarveout - kFixed) /
-                                 (kPerStage + kPipelineBytes);
-  using type = With<kStages>;
-};
-
-template <class Schedule> struct IsTf32x3 : std::false_type {};
-template <int kPromoteEvery>
-struct IsTf32x3<KernelTmaWarpSpecializedCooperativeTf32x3<kPromoteEvery>> : std::true_type {};
-
-// The math a kernel's mainloop does: 16-bit inputs exactly, fp32 inputs as tf32, or as tf32x3.
-template <class Element, class Schedule>
-constexpr Precision math_of() {
-  if constexpr (!std::is_same_v<Element, float>) return Precision::Ieee;
-  else if constexpr (IsTf32x3<Schedule>::value) return Precision::Tf32x3;
-  else return Precision::Tf32;
-}
-
-}  // namespace sm90_detail
 
 template <class Element_,            // cutlass::bfloat16_t, cutlass::half_t, or float (tf32 math)
           class LayoutA_,            // user layout of A (m x k): cutlass::layout::RowMajor / ColumnMajor
@@ -285,12 +122,10 @@ class CutlassSm90Gemm : public GemmKernel {
                          cutlass::epilogue::fusion::LinCombPerColBias<Element, ElementCompute, Element, Element,
                                                                       ElementCompute>>>;
 
-  using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
-      cutlass::epilogue::collective::EpilogueTileAuto, ElementAccumulator, ElementCompute,
-      ElementSource, LayoutC, kKernelOutputAlignment,  // C
-      ElementOut, LayoutD, kKernelOutputAlignment,     // D
-      EpilogueSchedule_, FusionOp>::CollectiveOp;
+  using CollectiveEpilogue =
+      typename sm90_detail::Epilogue<TileShape, ClusterShape, ElementSource, LayoutC,  // C
+                                     ElementOut, LayoutD,                               // D
+                                     kKernelOutputAlignment, EpilogueSchedule_, FusionOp, MainloopSchedule_>::type;
 
   using CollectiveMainloop = typename sm90_detail::Mainloop<
       Element, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape,
@@ -336,9 +171,9 @@ class CutlassSm90Gemm : public GemmKernel {
   static constexpr double kPoorWaveEfficiency = 0.6;  // tiles / (waves x SMs) below this
   // A bias kernel is for bias rows; on other problems its plain twin (or anything else) goes first.
   static constexpr int kWithoutBiasPriority = 60;
-  // A kernel that swaps A and B for its own sake (not tf32's K-major need: see kTransposed) has a
-  // narrow N tile for few rows of the user's M: first for m up to that width, last otherwise.
-  static constexpr bool kSmallM = kTransposed && !std::is_same_v<Element, float>;
+  // A kernel that swaps A and B for its own sake (not tf32's K-major need: see kTransposed) with a
+  // narrow N tile is for few rows of the user's M: first for m up to that width, last otherwise.
+  static constexpr bool kSmallM = kTransposed && !std::is_same_v<Element, float> && kTileN < 128;
   static constexpr int kSmallMPriority = 110, kNotSmallMPriority = 40;
   // A tile narrower than 128 (N 64: attention's head dimension, batches of narrow products) is for
   // problems no wider than it, where a wider tile's wgmmas would multiply padding: first there
@@ -367,6 +202,14 @@ class CutlassSm90Gemm : public GemmKernel {
                                     !kBias && !kUnalignedInputs;
   static constexpr double kWaveFillGain = 1.15;
   static constexpr int kWaveFillPriority = 101, kNotWaveFillPriority = 50;
+  // The same tile computing D^T = B^T A^T is a 192 x 128 tile of D (the user's M on its 192 side),
+  // for problems whose M fills 192-row tiles where neither 128x256 nor 128x192 tiles fill the SMs'
+  // waves: 3072x1024x4096 has 96 tiles of 128x256 for 132 SMs (the one wave 73% full), 144 of
+  // 128x192 (two waves, 49%) and 128 of 192x128 (97%); cuBLAS runs 128x192 tiles of D^T there. First
+  // (ahead of kWaveFill's 101) where its waves compute kWaveFillGain more of the output than both.
+  static constexpr bool kWaveFillTransposed = kTileM == 128 && kTileN == 192 && kTransposed &&
+                                              !std::is_same_v<Element, float> && !kStreamK && !kSplitK && !kBias;
+  static constexpr int kWaveFillTransposedPriority = 103;
   // Split-K in parallel is for long K over few tiles (it runs only where K splits into at least
   // half as many equal slices as the SMs need: split_k_slices): at its registered priority (95,
   // ahead of stream-K; the 128x256 tile 96) where the tiles fill at most a quarter of the SMs
@@ -398,6 +241,11 @@ class CutlassSm90Gemm : public GemmKernel {
   // first there, behind every staged kernel where it takes more than one wave.
   static constexpr bool kNarrowStaged = kUnalignedInputs && kTileN == 64;
   static constexpr int kNarrowStagedBonus = 2;
+  // The N-split 192-row tile (KernelTmaWarpSpecializedCooperativeSplitN) is a tuning candidate, behind
+  // 128x192 wherever measured (3072^3 bf16: 0.088 ms against 0.082): built as persistent (100), it
+  // ranks at kSplitNPriority everywhere, so auto never picks it unless a measurement says where.
+  static constexpr bool kSplitN = std::is_same_v<MainloopSchedule_, KernelTmaWarpSpecializedCooperativeSplitN>;
+  static constexpr int kSplitNPriority = 50;
 
   int priority(const GemmProblem& p) const override {
     if constexpr (kUnalignedInputs) {
@@ -413,6 +261,7 @@ class CutlassSm90Gemm : public GemmKernel {
         return tiles * 2 >= sms ? info_.priority + kWideStagedBonus : info_.priority - kWideStagedPenalty;
       return info_.priority;
     }
+    if constexpr (kSplitN) return kSplitNPriority;
     if constexpr (kSplitK && !kSmallM)
       return tiles_of(p) * 4 <= p.sm_count && (kTileN <= 128 || (kTransposed ? p.m : p.n) > 128) ? info_.priority
                                                                                                    : kNotLongKPriority;
@@ -421,6 +270,12 @@ class CutlassSm90Gemm : public GemmKernel {
     if constexpr (kWaveFill)
       return 2 * tiles_of(p) >= sm_count_of(p) && wave_fill(p, 128, 192) >= kWaveFillGain * wave_fill(p, 128, 256)
                  ? kWaveFillPriority
+                 : kNotWaveFillPriority;
+    if constexpr (kWaveFillTransposed)
+      return 2 * tiles_of(p) >= sm_count_of(p) &&
+                     wave_fill(p, 192, 128) >=
+                         kWaveFillGain * std::max(wave_fill(p, 128, 256), wave_fill(p, 128, 192))
+                 ? kWaveFillTransposedPriority
                  : kNotWaveFillPriority;
     if constexpr (kOneWavePair) {
       const int64_t tiles = tiles_of(p), sms = sm_count_of(p);
@@ -560,18 +415,25 @@ class CutlassSm90Gemm : public GemmKernel {
   }
 
   // The scheduler's swizzle for a problem: the largest of 8, 4, 2, 1 whose padding adds at most an
-  // eighth to the tiles. CUTLASS rounds the tile grid up to a multiple of the swizzle (times the
-  // cluster) in both dimensions, and the tiles it adds fall among a CTA's own: at 1024 x 4096 x
-  // 16384 (8 x 16 tiles of 128x256) swizzle 8 padded M to 16 tiles, half the CTAs got two tiles,
-  // and the kernel ran 0.400 ms against 0.167 (0.99x cuBLAS) with swizzle 1.
+  // eighth to the tiles and no wave of SMs. CUTLASS rounds the tile grid up to a multiple of the
+  // swizzle (times the cluster) in both dimensions, and the tiles it adds fall among a CTA's own: at
+  // 1024 x 4096 x 16384 (8 x 16 tiles of 128x256) swizzle 8 padded M to 16 tiles, half the CTAs got
+  // two tiles, and the kernel ran 0.400 ms against 0.167 (0.99x cuBLAS) with swizzle 1; at
+  // 3072 x 2048 x 4096 (24 x 11 tiles of 128x192: two waves of 132 SMs) swizzle 4 padded N to 12
+  // tiles, 288 in all, a third wave: 0.106 ms where 128x192 tiles of D^T (256) ran 0.072.
   template <class Shape>
-  static int swizzle_for(const Shape& shape) {
+  static int swizzle_for(const Shape& shape, int64_t sms) {
     const int64_t cm = cute::size<0>(ClusterShape{}), cn = cute::size<1>(ClusterShape{});
     const int64_t ctas_m = (cute::get<0>(shape) + kTileM - 1) / kTileM, ctas_n = (cute::get<1>(shape) + kTileN - 1) / kTileN;
     const auto round_up = [](int64_t x, int64_t to) { return (x + to - 1) / to * to; };
     const int64_t tiles = round_up(ctas_m, cm) * round_up(ctas_n, cn);
+    const int64_t ctas = std::max<int64_t>(sms / (cm * cn) * (cm * cn), cm * cn);
+    const auto waves = [&](int64_t t) { return (t + ctas - 1) / ctas; };
     int swizzle = 8;
-    while (swizzle > 1 && 8 * round_up(ctas_m, swizzle * cm) * round_up(ctas_n, swizzle * cn) > 9 * tiles) swizzle /= 2;
+    for (; swizzle > 1; swizzle /= 2) {
+      const int64_t padded = round_up(ctas_m, swizzle * cm) * round_up(ctas_n, swizzle * cn);
+      if (8 * padded <= 9 * tiles && waves(padded) == waves(tiles)) break;
+    }
     return swizzle;
   }
 
@@ -646,7 +508,7 @@ class CutlassSm90Gemm : public GemmKernel {
     // rather than one line of tiles, so a wave reads a squarer piece of A and B and more of it
     // comes from L2 (CUTLASS's default is 1, no swizzle). Measured on the H100 (bf16 128x256
     // persistent, x cuBLAS): 8192x14336x4096 rc 0.89x -> 0.98x, 8192^3 rr 1.01x -> 1.02x.
-    args.scheduler.max_swizzle_size = swizzle_for(shape);
+    args.scheduler.max_swizzle_size = swizzle_for(shape, sm_count_of(p));
     if constexpr (kStreamK) {
       using Params = cutlass::gemm::kernel::detail::PersistentTileSchedulerSm90StreamKParams;
       // Heuristic: data-parallel when the tiles fill the SMs, split-K / stream-K otherwise

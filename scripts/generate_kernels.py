@@ -40,6 +40,11 @@ SCHEDULE = {  # short name: (mainloop schedule, epilogue schedule, words)
     # or with any_output from registers
     "coopstaged": ("KernelStagedWarpSpecializedCooperative", "cutlass::epilogue::TmaWarpSpecializedCooperative",
                    "cooperative, A and B at any alignment (cp.async 16-byte chunks staged and shifted on chip)"),
+    # cooperative with the two consumer warpgroups splitting the tile's N, not its M (each 192 x 96 of a
+    # 192x192 tile: cuBLAS's nvjet 192x192 coopB), the CollectiveMma built by hand and a TMA epilogue of
+    # 64-row subtiles as wide as the tile (cpp/cutlass_sm90_gemm.cuh, KernelTmaWarpSpecializedCooperativeSplitN)
+    "coopsplitn": ("KernelTmaWarpSpecializedCooperativeSplitN", "cutlass::epilogue::TmaWarpSpecializedCooperative",
+                   "cooperative, warpgroups split N"),
 }
 SCHEDULER = {"persistent": "cutlass::gemm::PersistentScheduler", "streamk": "cutlass::gemm::StreamKScheduler",
              "splitk": "SplitKParallelScheduler"}
@@ -255,9 +260,16 @@ def all_kernels():
     # 1536^3 rr 0.018 (0.81x) / 0.022 (0.67x); 4096x1536x4096 rc 0.072 (0.95x). Per flop it is behind
     # 128x256 (4096^3 rr 0.77x, 704 tiles against 512), so it is for those problems only
     # (CutlassSm90Gemm::priority); clusters of 1x1 ran 0.79-0.83x at 3072^3. fp16 the same (3072^3
-    # rr / rc / cr 0.083 / 0.086 / 0.083 ms against 128x256's 0.105 / 0.105 / 0.104 in the sweep).
-    for dtype, la_lb in itertools.product(["bf16", "f16"], ["rr", "rc", "cr"]):
+    # rr / rc / cr 0.083 / 0.086 / 0.083 ms against 128x256's 0.105 / 0.105 / 0.104 in the sweep). cc
+    # too (3072^3 bf16 cc ran 0.74x cuBLAS on 128x256).
+    for dtype, la_lb in itertools.product(["bf16", "f16"], LAYOUTS):
         kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 192, 64), (2, 1), "coop", "persistent"))
+    # ... and computing D^T with them: 192x128 tiles of D, for problems whose M fills 192-row tiles and
+    # whose N leaves 128x256 and 128x192 tiles a poor last wave (CutlassSm90Gemm::priority): weight
+    # gradients such as 3072x1024x4096 cr (cuBLAS: 128x192 tiles of D^T, 0.034 ms; 128x256 0.046).
+    for la_lb in ["rr", "rc", "cr"]:
+        kernels.append(Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 192, 64), (2, 1), "coop", "persistent",
+                              swap_ab=True))
     # bf16 / f16 with A and B 16-byte aligned and D not (an odd N with B column-major: x @ W.T onto a
     # vocabulary of 50257; or an output view): TMA loads, the epilogue stores D from registers. Only
     # B column-major: with B row-major an odd N leaves B unaligned too.
@@ -433,6 +445,16 @@ def tuning_kernels():
     ] + [  # ... and 128x192 tiles with B K-major (rr is registered): 1000x3000x777 rc 0.040 ms against
         # 128x128's 0.042; 2048x2048x2047 rc 0.167 / 0.088 (176 tiles: two waves)
         Kernel("sm90", "bf16", "r", "c", (128, 192, 32), (1, 1), "coopstaged", "persistent")
+    ] + [  # bf16 192x192 tiles in clusters of 2x1, the warpgroups splitting N (192 x 96 each): cuBLAS's tile at
+        # 3072^3 (nvjet_sm90_tst_192x192_64x3_2x1_v_bz_coopB, 0.075 ms rc), where 128x192 c2x1 runs 0.084;
+        # 256 tiles of 3072^3 fill two waves of 132 SMs 97%. An MN-major B (rr, cr) in 64-byte swizzle atoms (32
+        # columns) so each warpgroup's 96 columns are whole atoms. 168 registers, no spills, 3 stages; right on
+        # the H100 but behind 128x192 c2x1 everywhere (ms, x cuBLAS): 3072^3 rr / rc / cr / cc 0.088 (0.86-0.89)
+        # against 0.082-0.084, 6144^3 0.606-0.624 (0.91-0.92) against 128x256's 0.562-0.566, 4096^3 0.227 (0.75).
+        # Each warpgroup reads three 64x16 blocks of A and a 96x16 one of B a k step: a quarter more shared
+        # memory a flop than 128x192's 64x16 and 192x16 (cuBLAS's may run three consumer warpgroups).
+        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (192, 192, 64), (2, 1), "coopsplitn", "persistent")
+        for la_lb in LAYOUTS
     ] + [  # 4- and 8-byte aligned bf16: cp.async multistage (CUTLASS generator: GenerateSM80_TensorOp_16816)
         sm80("bf16", "rr", (128, 128, 32), (64, 64, 32), stages=4, alignment=2),
         sm80("bf16", "rr", (128, 128, 32), (64, 64, 32), stages=4, alignment=4),

@@ -170,15 +170,34 @@ def test_192_wide_tiles_where_they_fill_the_last_wave(dtype):
     128x192 ones would pad N (4096x1024x3072: N = 1024 is 5.3 tiles of 192), nor over few tiles."""
     names = {k["name"] for k in pg.kernels()}
     wide = "sm90_" + DTYPE_TAG[dtype] + "_{}_128x192x64_c2x1_coop_persistent"
-    if not {wide.format(lay) for lay in ("rr", "cr", "rc")} <= names:
+    if not {wide.format(lay) for lay in ("rr", "rc", "cr", "cc")} <= names:
         pytest.skip(f"this build lacks the {dtype} 128x192 kernels")
     with rules_only(dtype) as rules:
-        for lay in ("rr", "cr", "rc"):
+        for lay in ("rr", "rc", "cr", "cc"):
             assert rules(3072, 3072, 3072, lay) == wide.format(lay)
             assert rules(1536, 1536, 4096, lay) == wide.format(lay)
             assert "128x192" not in rules(4096, 4096, 4096, lay)
             assert "128x192" not in rules(4096, 1024, 3072, lay)
         assert "128x192" not in rules(256, 256, 524288)  # 4 tiles: split-K's
+
+
+def test_192_row_tiles_where_they_fill_the_waves():
+    """The rules (no table) for 192x128 tiles of D (128x192 tiles of D^T), bf16, aligned: where the
+    user's M fills 192-row tiles and neither 128x256 nor 128x192 tiles fill the waves (3072x1024: 96
+    tiles of 128x256 for 132 SMs, 144 of 128x192, 128 of 192x128), not where 128x192 tiles of D fill
+    them as well (3072^3: 384 either way), nor where 128x256 ones do (4096^3)."""
+    names = {k["name"] for k in pg.kernels()}
+    tall = "sm90_bf16_{}_128x192x64_c2x1_coop_persistent_swapab"
+    if not {tall.format(lay) for lay in ("rr", "cr", "rc")} <= names:
+        pytest.skip("this build lacks the bf16 192-row tiles")
+    with rules_only(torch.bfloat16) as rules:
+        for lay in ("rr", "cr", "rc"):
+            assert rules(3072, 1024, 4096, lay) == tall.format(lay)
+            assert rules(6144, 1024, 2048, lay) == tall.format(lay)
+            assert rules(3072, 3072, 3072, lay) == tall.format(lay).removesuffix("_swapab")
+            assert "128x192" not in rules(4096, 4096, 4096, lay)
+            assert "swapab" not in rules(1024, 3072, 4096, lay)  # N fills 192-wide tiles: D's own
+        assert "swapab" not in rules(1536, 1024, 4096)  # 64 tiles: not half the SMs
 
 
 def test_default_precision_follows_torch():

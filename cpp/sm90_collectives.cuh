@@ -1,0 +1,291 @@
+// The CUTLASS collectives a CutlassSm90Gemm is assembled from, by its named choices: the
+// mainloop each schedule gets (CUTLASS's builder, or the package's own: tf32 rewritten in shared
+// memory, any-alignment staged / register loads, the N-split 192-row tile), the epilogue, and the
+// tile scheduler tag of K split in parallel.
+#pragma once
+
+#include <type_traits>
+
+#include "cute/tensor.hpp"
+#include "cutlass/cutlass.h"
+#include "cutlass/epilogue/collective/collective_builder.hpp"
+#include "cutlass/gemm/collective/collective_builder.hpp"
+#include "cutlass/gemm/dispatch_policy.hpp"
+
+#include "gemm_problem.h"
+#include "sm90_ldg_mainloop.cuh"
+#include "sm90_staged_mainloop.cuh"
+#include "sm90_tf32_smem_rewrite_mainloop.cuh"
+
+namespace pycutlass_gemm {
+
+// Tile scheduler choice: K split into equal slices that run as the batch of the persistent kernel
+// (each slice's A and B reached through the batch stride), each slice's fp32 product written to
+// the workspace, then summed in slice order with the epilogue (split_k_reduce.h). For long K over
+// few output tiles (256 x 256 x 524288: 2 tiles of 128x256): every SM streams its slice of A and
+// B once -- a 2x1 cluster multicasts B to both halves of the 256 rows -- and no slice waits for
+// another, where stream-K's fix-up chains (deterministic) or contends (atomics).
+struct SplitKParallelScheduler {};
+
+// Mainloop schedule: CUTLASS's cooperative kernel (it picks its GemmUniversal specialization by
+// is_base_of on the mainloop's DispatchPolicy::Schedule, so a derived tag keeps it), with the two
+// consumer warpgroups splitting the tile's N rather than its M: each computes all M rows of one
+// half of N, in wgmmas of 64 x N/2. CUTLASS's builder puts them along M in 64-row halves, so M must
+// be a multiple of 128; this reaches cuBLAS's 192x192 tile (3072^3 bf16:
+// nvjet_sm90_tst_192x192_64x3_2x1_v_bz_coopB, three 64 x 96 row blocks a warpgroup).
+// sm90_detail::Mainloop builds its CollectiveMma by hand, sm90_detail::Epilogue its TMA epilogue.
+struct KernelTmaWarpSpecializedCooperativeSplitN : cutlass::gemm::KernelTmaWarpSpecializedCooperative {};
+
+namespace sm90_detail {
+
+template <class Tag> struct TransposeTag;
+template <> struct TransposeTag<cutlass::layout::RowMajor> { using type = cutlass::layout::ColumnMajor; };
+template <> struct TransposeTag<cutlass::layout::ColumnMajor> { using type = cutlass::layout::RowMajor; };
+
+template <class Tag> constexpr Layout layout_of() {
+  return std::is_same_v<Tag, cutlass::layout::RowMajor> ? Layout::Row : Layout::Col;
+}
+
+template <class T> struct DTypeOf;
+template <> struct DTypeOf<cutlass::bfloat16_t> { static constexpr DType value = DType::BF16; };
+template <> struct DTypeOf<cutlass::half_t> { static constexpr DType value = DType::F16; };
+template <> struct DTypeOf<float> { static constexpr DType value = DType::F32; };
+
+// A cute stride (two of M/N/K with one of them static 1, then L): set the dynamic
+// one of the first two modes to `ld` and the batch mode to `batch_stride`.
+template <class Stride>
+Stride make_stride_ld(int64_t ld, int64_t batch_stride) {
+  Stride s{};
+  using S0 = std::remove_cv_t<std::remove_reference_t<decltype(cute::get<0>(s))>>;
+  if constexpr (cute::is_static<S0>::value) {
+    cute::get<1>(s) = ld;
+  } else {
+    cute::get<0>(s) = ld;
+  }
+  cute::get<2>(s) = batch_stride;
+  return s;
+}
+
+// The extent of (rows x cols) along its contiguous dimension, for a layout tag.
+template <class Tag>
+int64_t contiguous_extent(int64_t rows, int64_t cols) {
+  return std::is_same_v<Tag, cutlass::layout::RowMajor> ? cols : rows;
+}
+
+// The mainloop: what CUTLASS's builder makes for the choices, or, for the schedules of
+// sm90_tf32_smem_rewrite_mainloop.cuh (tf32 with an MN-major operand; tf32x3), a mainloop that
+// rewrites each stage in shared memory around the builder's K-major one.
+template <class Element, class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape,
+          class StageCount, class Schedule>
+struct Mainloop {
+  using type = typename cutlass::gemm::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Element, LayoutA, kAlignment, Element, LayoutB, kAlignment,
+      float, TileShape, ClusterShape, StageCount, Schedule>::CollectiveOp;
+};
+
+template <class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape, int kCarveout,
+          bool kTf32x3, int kPromoteEvery = 0>
+struct RewritingMainloop {
+  // tf32x3 keeps kSmallSlots more (M + N) x K tiles of small parts beside the stages.
+  static constexpr int kSmallBytes =
+      kTf32x3 ? smem_rewrite_detail::kSmallSlots * int(sizeof(float)) *
+                    (cute::size<0>(TileShape{}) + cute::size<1>(TileShape{})) * cute::size<2>(TileShape{})
+              : 0;
+  using KMajor = typename Mainloop<float, cutlass::layout::RowMajor, cutlass::layout::ColumnMajor, kAlignment,
+                                   TileShape, ClusterShape,
+                                   cutlass::gemm::collective::StageCountAutoCarveout<kCarveout + kSmallBytes>,
+                                   cutlass::gemm::KernelTmaWarpSpecializedCooperative>::type;
+  using type = Sm90Tf32SmemRewriteMainloop<KMajor, cutlass::detail::TagToStrideA_t<LayoutA>,
+                                         cutlass::detail::TagToStrideB_t<LayoutB>, kTf32x3, kPromoteEvery>;
+};
+
+template <class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape, int kCarveout>
+struct Mainloop<float, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape,
+                cutlass::gemm::collective::StageCountAutoCarveout<kCarveout>,
+                KernelTmaWarpSpecializedCooperativeSmemTranspose>
+    : RewritingMainloop<LayoutA, LayoutB, kAlignment, TileShape, ClusterShape, kCarveout, false> {};
+
+template <class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape, int kCarveout,
+          int kPromoteEvery>
+struct Mainloop<float, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape,
+                cutlass::gemm::collective::StageCountAutoCarveout<kCarveout>,
+                KernelTmaWarpSpecializedCooperativeTf32x3<kPromoteEvery>>
+    : RewritingMainloop<LayoutA, LayoutB, kAlignment, TileShape, ClusterShape, kCarveout, true, kPromoteEvery> {};
+
+// CUTLASS's cp.async cooperative mainloop for 16-byte aligned operands: the kernel, tiled MMA and
+// shared-memory atoms the any-alignment mainloops build on.
+template <class Element, class LayoutA, class LayoutB, class TileShape, class ClusterShape, int kCarveout>
+using CpAsyncMainloop =
+    typename Mainloop<Element, LayoutA, LayoutB, 16 / int(sizeof(Element)), TileShape, ClusterShape,
+                      cutlass::gemm::collective::StageCountAutoCarveout<kCarveout>,
+                      cutlass::gemm::KernelCpAsyncWarpSpecializedCooperative>::type;
+
+// 16-bit operands at any alignment (sm90_ldg_mainloop.cuh): the cp.async mainloop with the
+// producer's loads replaced.
+template <class Element, class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape,
+          int kCarveout>
+struct Mainloop<Element, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape,
+                cutlass::gemm::collective::StageCountAutoCarveout<kCarveout>, KernelLdgWarpSpecializedCooperative> {
+  using type = Sm90LdgMainloop<CpAsyncMainloop<Element, LayoutA, LayoutB, TileShape, ClusterShape, kCarveout>>;
+};
+
+// CpAsyncMainloop as a class whose ::type is named only when chosen (the builder fails for 192).
+template <class Element, class LayoutA, class LayoutB, class TileShape, class ClusterShape, int kCarveout>
+struct CpAsyncMainloopOf {
+  using type = CpAsyncMainloop<Element, LayoutA, LayoutB, TileShape, ClusterShape, kCarveout>;
+};
+
+// The cp.async mainloop for a tile 192 wide: the builder cannot spread a 192-wide MN-major line's
+// 24 chunks over the producer's 128 threads, so its tiled copies (which the staged mainloop does
+// not use: it copies chunks itself) come from a 64-wide tile; the tiled MMA is the 192-wide tile's
+// and the shared-memory atoms are the same for both widths (64-element MN-major atoms, K-major ones
+// chosen by K).
+template <class Element, class LayoutA, class LayoutB, class TileShape, class ClusterShape, int kCarveout>
+struct CpAsyncMainloop192 {
+  using Narrow = CpAsyncMainloop<Element, LayoutA, LayoutB,
+                                 cute::Shape<decltype(cute::get<0>(TileShape{})), cute::_64,
+                                             decltype(cute::get<2>(TileShape{}))>,
+                                 ClusterShape, kCarveout>;
+  using TiledMma = decltype(cute::make_tiled_mma(
+      cute::GMMA::ss_op_selector<Element, Element, float, TileShape,
+                                 cutlass::gemm::collective::detail::gmma_ss_tag_to_major_A<Element, LayoutA>(),
+                                 cutlass::gemm::collective::detail::gmma_ss_tag_to_major_B<Element, LayoutB>()>(),
+      cute::Layout<cute::Shape<cute::_2, cute::_1, cute::_1>>{}));  // two consumer warpgroups along M
+  using type = cutlass::gemm::collective::CollectiveMma<
+      typename Narrow::DispatchPolicy, TileShape, Element, typename Narrow::StrideA, Element, typename Narrow::StrideB,
+      TiledMma, typename Narrow::GmemTiledCopyA, typename Narrow::SmemLayoutAtomA, void, cute::identity,
+      typename Narrow::GmemTiledCopyB, typename Narrow::SmemLayoutAtomB, void, cute::identity>;
+};
+
+// 16-bit operands at any alignment, staged by cp.async and shifted by the consumers
+// (sm90_staged_mainloop.cuh): as many staging stages as shared memory holds beside the two wgmma
+// slots and the epilogue.
+template <class Element, class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape,
+          int kCarveout>
+struct Mainloop<Element, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape,
+                cutlass::gemm::collective::StageCountAutoCarveout<kCarveout>, KernelStagedWarpSpecializedCooperative> {
+  using CpAsync = typename std::conditional_t<  // (only the chosen one is instantiated)
+      cute::size<1>(TileShape{}) == 192, CpAsyncMainloop192<Element, LayoutA, LayoutB, TileShape, ClusterShape, kCarveout>,
+      CpAsyncMainloopOf<Element, LayoutA, LayoutB, TileShape, ClusterShape, kCarveout>>::type;
+  template <int kStages> using With = Sm90StagedMainloop<CpAsync, kStages>;
+  static constexpr int kPerStage = With<4>::kSharedBytes - With<3>::kSharedBytes;
+  static constexpr int kFixed = With<3>::kSharedBytes - 3 * kPerStage;
+  static constexpr int kPipelineBytes = 64;  // two barriers a stage, with room
+  static constexpr int kStages = (cutlass::gemm::collective::detail::sm90_smem_capacity_bytes - kCarveout - kFixed) /
+                                 (kPerStage + kPipelineBytes);
+  using type = With<kStages>;
+};
+
+// KernelTmaWarpSpecializedCooperativeSplitN: CUTLASS's TMA warp-specialized mainloop with the
+// builder's choices (TMA copies by cluster shape, stages from the shared memory the epilogue
+// leaves) but a tiled MMA of 64 x N/2 wgmmas with the two warpgroups along N. Each warpgroup's
+// wgmmas read its half of B's tile, so the half must be whole swizzle atoms: B's atom is chosen
+// for N/2 (an MN-major B of 96-wide halves gets the 32-element, 64-byte swizzle where the
+// builder's 192 would get the 64-element one, across which a half would start mid-atom); A's
+// for the whole M, which both warpgroups read in 64-row blocks.
+template <class Element, class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape,
+          class StageCount>
+struct Mainloop<Element, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape, StageCount,
+                KernelTmaWarpSpecializedCooperativeSplitN> {
+  static_assert(sizeof(Element) == 2, "the N-split mainloop is for 16-bit operands (either major in shared memory)");
+  static_assert(kAlignment * sizeof(Element) % 16 == 0, "TMA loads A and B: 16-byte aligned");
+  static_assert(cute::size<0>(TileShape{}) % 64 == 0 && cute::size<1>(TileShape{}) % 16 == 0,
+                "M in 64-row wgmma blocks, N in two halves of a multiple of 8");
+  using TileM = decltype(cute::get<0>(TileShape{}));
+  using HalfN = cute::Int<cute::size<1>(TileShape{}) / 2>;
+  using TileK = decltype(cute::get<2>(TileShape{}));
+  static constexpr cute::GMMA::Major kMajorA =
+      cutlass::gemm::collective::detail::gmma_ss_tag_to_major_A<Element, LayoutA>();
+  static constexpr cute::GMMA::Major kMajorB =
+      cutlass::gemm::collective::detail::gmma_ss_tag_to_major_B<Element, LayoutB>();
+  using TiledMma = decltype(cute::make_tiled_mma(
+      cute::GMMA::ss_op_selector<Element, Element, float, cute::Shape<cute::_64, HalfN, TileK>, kMajorA, kMajorB>(),
+      cute::Layout<cute::Shape<cute::_1, cute::_2, cute::_1>>{}));  // two consumer warpgroups along N
+  using SmemLayoutAtomA =
+      decltype(cutlass::gemm::collective::detail::ss_smem_selector<kMajorA, Element, TileM, TileK>());
+  using SmemLayoutAtomB =
+      decltype(cutlass::gemm::collective::detail::ss_smem_selector<kMajorB, Element, HalfN, TileK>());
+  // A is shared by the CTAs of a cluster's row (multicast when the cluster has several N), B by
+  // those of its column, as the builder does.
+  using GmemTiledCopyA =
+      decltype(cutlass::gemm::collective::detail::sm90_cluster_shape_to_tma_atom(cute::shape<1>(ClusterShape{})));
+  using GmemTiledCopyB =
+      decltype(cutlass::gemm::collective::detail::sm90_cluster_shape_to_tma_atom(cute::shape<0>(ClusterShape{})));
+  static constexpr int kStages = cutlass::gemm::collective::detail::compute_stage_count_or_override<
+      cutlass::gemm::collective::detail::sm90_smem_capacity_bytes, Element, Element, TileShape>(StageCount{});
+  using type = cutlass::gemm::collective::CollectiveMma<
+      cutlass::gemm::MainloopSm90TmaGmmaWarpSpecialized<kStages, ClusterShape, KernelTmaWarpSpecializedCooperativeSplitN>,
+      TileShape, Element, cutlass::detail::TagToStrideA_t<LayoutA>, Element, cutlass::detail::TagToStrideB_t<LayoutB>,
+      TiledMma, GmemTiledCopyA, SmemLayoutAtomA, void, cute::identity, GmemTiledCopyB, SmemLayoutAtomB, void,
+      cute::identity>;
+};
+
+// The epilogue: what CUTLASS's builder makes for the choices (EpilogueTileAuto), or, behind the
+// N-split mainloop with a TMA epilogue, CUTLASS's TMA epilogue put together as its builder does
+// (Sm90TmaBuilderImpl) but for subtiles of 64 rows by the whole N, whose shared-memory atom fits a
+// warpgroup's half. The epilogue spreads each subtile over all 256 consumer threads by the tiled
+// MMA's accumulator layout, whose 64 x N tile now holds both warpgroups' halves of N (the
+// builder's cooperative subtiles are 128 x 32: a 64-row half each): a subtile narrower than N lies
+// in one warpgroup's half ("Fragment size does not vectorize properly"; the builder also asserts
+// 128 rows for the cooperative schedule). Each thread's first stmatrix covers 16 columns of each
+// half, N/2 apart, so the subtile's shared-memory layout must step N/2 columns in whole swizzle
+// atoms: the atom is chosen for 64 x N/2 (for 192: 32 columns, 64-byte swizzle; the builder's
+// 64-column atom for 64 x 192 fails cute's "Stride Divisibility Condition"). Stages and fragment
+// size as the builder derives them for the cooperative schedule (256 threads). Accumulators and
+// compute in fp32, as CutlassSm90Gemm's.
+template <class TileShape, class ClusterShape, class ElementC, class LayoutC, class ElementD, class LayoutD,
+          int kOutputAlignment, class EpilogueSchedule, class FusionOp, class MainloopSchedule>
+struct Epilogue {
+  using type = typename cutlass::epilogue::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
+      cutlass::epilogue::collective::EpilogueTileAuto, float, float, ElementC, LayoutC, kOutputAlignment, ElementD,
+      LayoutD, kOutputAlignment, EpilogueSchedule, FusionOp>::CollectiveOp;
+};
+
+template <class TileShape, class ClusterShape, class ElementC_, class LayoutC, class ElementD, class LayoutD,
+          int kOutputAlignment, class FusionOp>
+struct Epilogue<TileShape, ClusterShape, ElementC_, LayoutC, ElementD, LayoutD, kOutputAlignment,
+                cutlass::epilogue::TmaWarpSpecializedCooperative, FusionOp, KernelTmaWarpSpecializedCooperativeSplitN> {
+  static_assert(!std::is_void_v<ElementD>, "D stored by TMA");
+  using ElementC = std::conditional_t<std::is_void_v<ElementC_>, ElementD, ElementC_>;  // void: C not read
+  using LayoutCOrD = std::conditional_t<std::is_void_v<ElementC_>, LayoutD, LayoutC>;
+  using StrideC = cutlass::detail::TagToStrideC_t<LayoutCOrD>;
+  using StrideD = cutlass::detail::TagToStrideC_t<LayoutD>;
+  using EpilogueTile = cute::Shape<cute::_64, decltype(cute::get<1>(TileShape{}))>;
+  using HalfTile = cute::Shape<cute::_64, cute::Int<cute::size<1>(TileShape{}) / 2>>;
+  using DispatchPolicy = decltype(cutlass::epilogue::collective::detail::sm90_get_tma_dispatch_policy<
+                                  TileShape, EpilogueTile, ElementC_, ElementD,
+                                  cutlass::epilogue::TmaWarpSpecializedCooperative>());
+  using FusionCallbacks = typename cutlass::epilogue::collective::detail::CallbacksBuilder<
+      DispatchPolicy, FusionOp, TileShape, EpilogueTile, float>::Callbacks;
+  using type = cutlass::epilogue::collective::CollectiveEpilogue<
+      DispatchPolicy, TileShape, EpilogueTile, ElementC_, StrideC, ElementD, StrideD, FusionCallbacks,
+      cute::SM90_TMA_LOAD,
+      decltype(cutlass::epilogue::collective::detail::sm90_get_epilogue_smem_swizzle_layout_atom<StrideC, ElementC,
+                                                                                                   HalfTile>()),
+      decltype(cutlass::epilogue::collective::detail::sm90_get_smem_load_op_for_source<StrideC, ElementC,
+                                                                                        EpilogueTile>()),
+      cute::SM90_TMA_STORE,
+      decltype(cutlass::epilogue::collective::detail::sm90_get_epilogue_smem_swizzle_layout_atom<StrideD, ElementD,
+                                                                                                   HalfTile>()),
+      decltype(cutlass::epilogue::collective::detail::sm90_get_smem_store_op_for_accumulator<StrideD, ElementD,
+                                                                                              EpilogueTile>()),
+      cute::Copy_Atom<cute::SM90_U32x4_STSM_N, cutlass::half_t>,  // the builder's for N a multiple of 16
+      void>;
+};
+
+template <class Schedule> struct IsTf32x3 : std::false_type {};
+template <int kPromoteEvery>
+struct IsTf32x3<KernelTmaWarpSpecializedCooperativeTf32x3<kPromoteEvery>> : std::true_type {};
+
+// The math a kernel's mainloop does: 16-bit inputs exactly, fp32 inputs as tf32, or as tf32x3.
+template <class Element, class Schedule>
+constexpr Precision math_of() {
+  if constexpr (!std::is_same_v<Element, float>) return Precision::Ieee;
+  else if constexpr (IsTf32x3<Schedule>::value) return Precision::Tf32x3;
+  else return Precision::Tf32;
+}
+
+}  // namespace sm90_detail
+
+}  // namespace pycutlass_gemm
