@@ -27,8 +27,8 @@ SIZES = (1, 4, 16, 64, 256, 512, 1024, 2048, 4096, 8192, 16384, 65536)
 COARSE = (1, 16, 256, 1024, 4096, 16384, 65536)  # unaligned, fp16 cc, IEEE fp32: fewer points
 # Between the octaves (1.5 x 2^i): the sizes where tiles of 128x256 leave their last wave emptiest
 # and 192-wide ones fit (3072: 288 tiles of 128x256 for 132 SMs, 384 of 128x192). bf16 and fp16,
-# aligned, with M or N one of them (the other from 256 up) and K any of SIZES and these: the layouts
-# of a layer's forward and backward products.
+# aligned, with M or N one of them (the other from 256 up) and K any of SIZES and these, every layout
+# (cc too: 3072^3 cc took 2048's and 4096's vote for 128x256 tiles, 0.75x cuBLAS).
 MID_SIZES = (1536, 3072, 6144, 12288)
 BATCHED = ((4, (64, 256, 1024, 4096)), (32, (64, 256, 1024)))  # (batch, sizes)
 MAX_FLOP = 2**41
@@ -87,7 +87,7 @@ def sweep_problems(quick: bool = False) -> list[tuple[Workload, Precision]]:
         for m, n, k in itertools.product(wide, wide, SIZES + MID_SIZES):
             if m in MID_SIZES or n in MID_SIZES:
                 problems += [(Workload.problem(m, n, k, layout, 1), _BY_NAME[dtype])
-                             for dtype in ("bf16", "fp16") for layout in ("rr", "rc", "cr")]
+                             for dtype in ("bf16", "fp16") for layout in LAYOUTS]
     return [pw for pw in dict.fromkeys(problems) if fits(*pw)]
 
 

@@ -351,8 +351,9 @@ def test_sweep_covers_sizes_1_to_65536_every_layout_dtype_alignment_and_batch():
     assert any(w.k % 2 == 1 and w.k > 1 for w in bf16)  # unaligned
     assert any(w.k % 2 == 1 and w.k > 1 and w.m % 8 == 0 and w.n % 8 == 0 for w in bf16)  # odd K only
     assert {4, 32} <= {w.batch for w, _ in problems}
-    # between the octaves, where 192-wide tiles fit: a layer's three products at 3072^3
-    assert {("3072x3072x3072 " + lay, "bf16") for lay in ("rr", "rc", "cr")} <= {(w.name, p.name) for w, p in problems}
+    # between the octaves, where 192-wide tiles fit: 3072^3 in every layout, bf16 and fp16
+    assert {("3072x3072x3072 " + lay, d) for lay in ("rr", "rc", "cr", "cc") for d in ("bf16", "fp16")} <= {
+        (w.name, p.name) for w, p in problems}
     assert all(tune_sweep.fits(w, p) for w, p in problems)
     for w, p in (("1000x3000x777 rr", "bf16"), ("256x256x524288 rr", "bf16"), ("2048x4096x8192 cr", "tf32")):
         assert any(x.name == w and q.name == p for x, q in problems)
