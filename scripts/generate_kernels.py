@@ -265,8 +265,11 @@ def all_kernels():
     for dtype, la_lb in itertools.product(["bf16", "f16"], LAYOUTS):
         kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 192, 64), (2, 1), "coop", "persistent"))
     # ... and computing D^T with them: 192x128 tiles of D, for problems whose M fills 192-row tiles and
-    # whose N leaves 128x256 and 128x192 tiles a poor last wave (CutlassSm90Gemm::priority): weight
-    # gradients such as 3072x1024x4096 cr (cuBLAS: 128x192 tiles of D^T, 0.034 ms; 128x256 0.046).
+    # whose N leaves 128x256 and 128x192 tiles a poor last wave (CutlassSm90Gemm::priority), as cuBLAS
+    # runs them there. H100, bf16, ms (x cuBLAS) against the best of 128x256 and 128x192 tiles of D:
+    # 3072x1024x4096 cr 0.038 (0.95x) / 0.046 (0.80x), rr 0.041 / 0.047, rc 0.041 / 0.046; 3072x2048x4096
+    # cr 0.071 (0.97x) / 0.077; 6144x1024x4096 rr 0.073 (0.96x) / 0.090 (128x128 c1x2: 0.081);
+    # 3072x1024x1024 cr 0.015 / 0.018.
     for la_lb in ["rr", "rc", "cr"]:
         kernels.append(Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 192, 64), (2, 1), "coop", "persistent",
                               swap_ab=True))
