@@ -298,14 +298,17 @@ class CutlassSm90Gemm : public GemmKernel {
   static int64_t sm_count_of(const GemmProblem& p) { return p.sm_count > 0 ? p.sm_count : 132; }
   // Output tiles of p in the kernel's own M and N (the user's N and M when computing D^T).
   static int64_t tiles_of(const GemmProblem& p) {
-    const int64_t mp = kTransposed ? p.n : p.m, np = kTransposed ? p.m : p.n;
-    return ((mp + kTileM - 1) / kTileM) * ((np + kTileN - 1) / kTileN) * p.batch;
+    return kTransposed ? tiles_of(p, kTileN, kTileM) : tiles_of(p, kTileM, kTileN);
+  }
+  // Output tiles of p in tiles of tile_m x tile_n of the user's D.
+  static int64_t tiles_of(const GemmProblem& p, int64_t tile_m, int64_t tile_n) {
+    return ((p.m + tile_m - 1) / tile_m) * ((p.n + tile_n - 1) / tile_n) * p.batch;
   }
   // The share of the work the SMs' waves of tile_m x tile_n tiles do that is p's output (tiles
   // padded past p's edges and the idle SMs of the last wave are not): 1 for a perfect fit.
   static double wave_fill(const GemmProblem& p, int64_t tile_m, int64_t tile_n) {
     const int64_t sms = sm_count_of(p);
-    const int64_t tiles = ((p.m + tile_m - 1) / tile_m) * ((p.n + tile_n - 1) / tile_n) * p.batch;
+    const int64_t tiles = tiles_of(p, tile_m, tile_n);
     if (tiles <= 0) return 0.0;
     const int64_t waves = (tiles + sms - 1) / sms;
     return static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.batch) /
