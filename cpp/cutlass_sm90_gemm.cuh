@@ -57,7 +57,8 @@ template <class Element_,            // cutlass::bfloat16_t, cutlass::half_t, or
           class ClusterShape_,       // cute::Shape<_X, _Y, _1>
           class MainloopSchedule_,   // cutlass::gemm::KernelTmaWarpSpecializedCooperative / ...Pingpong, or
                                      // KernelTmaWarpSpecializedCooperativeSmemTranspose (tf32, MN-major)
-                                     // / ...Tf32x3 (fp32 as three tf32 products)
+                                     // / ...Tf32x3 (fp32 as three tf32 products) / ...SplitN / ...3WG
+                                     // (192-row tiles: sm90_collectives.cuh)
           class EpilogueSchedule_,   // cutlass::epilogue::TmaWarpSpecializedCooperative / TmaWarpSpecialized
           class TileScheduler_,      // cutlass::gemm::PersistentScheduler / StreamKScheduler /
                                      // SplitKParallelScheduler (above)
@@ -246,6 +247,15 @@ class CutlassSm90Gemm : public GemmKernel {
   // ranks at kSplitNPriority everywhere, so auto never picks it unless a measurement says where.
   static constexpr bool kSplitN = std::is_same_v<MainloopSchedule_, KernelTmaWarpSpecializedCooperativeSplitN>;
   static constexpr int kSplitNPriority = 50;
+  // 192x192 tiles of three consumer warpgroups along M (KernelTmaWarpSpecializedCooperative3WG,
+  // sm90_three_warpgroup_kernel.cuh) are for problems whose tiles of it fill half the SMs and whose
+  // waves of them compute kWaveFillGain more of the output than 128x256 tiles and at least as much as
+  // 128x192 tiles of D or of D^T (3072^3: 256 tiles, two waves 97% full, as 384 of 128x192: 0.080 ms
+  // against 0.082; 3072x1536x4096 cr: 128 tiles, one wave, 0.053 against 0.069): first there (ahead
+  // of kWaveFillTransposed's 103), behind the others elsewhere (per flop it is behind 128x256:
+  // 4096^3 0.217 ms against 0.176; 6144^3 0.567 against 0.563).
+  static constexpr bool kThreeWarpgroups = std::is_same_v<MainloopSchedule_, KernelTmaWarpSpecializedCooperative3WG>;
+  static constexpr int kThreeWarpgroupsPriority = 104;
 
   int priority(const GemmProblem& p) const override {
     if constexpr (kUnalignedInputs) {
@@ -262,6 +272,13 @@ class CutlassSm90Gemm : public GemmKernel {
       return info_.priority;
     }
     if constexpr (kSplitN) return kSplitNPriority;
+    if constexpr (kThreeWarpgroups) {
+      const double fill = wave_fill(p, 192, 192);
+      return 2 * tiles_of(p) >= sm_count_of(p) && fill >= kWaveFillGain * wave_fill(p, 128, 256) &&
+                     fill >= std::max(wave_fill(p, 128, 192), wave_fill(p, 192, 128))
+                 ? kThreeWarpgroupsPriority
+                 : kNotWaveFillPriority;
+    }
     if constexpr (kSplitK && !kSmallM)
       return tiles_of(p) * 4 <= p.sm_count && (kTileN <= 128 || (kTransposed ? p.m : p.n) > 128) ? info_.priority
                                                                                                    : kNotLongKPriority;

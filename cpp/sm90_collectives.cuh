@@ -1,7 +1,7 @@
 // The CUTLASS collectives a CutlassSm90Gemm is assembled from, by its named choices: the
 // mainloop each schedule gets (CUTLASS's builder, or the package's own: tf32 rewritten in shared
-// memory, any-alignment staged / register loads, the N-split 192-row tile), the epilogue, and the
-// tile scheduler tag of K split in parallel.
+// memory, any-alignment staged / register loads, the N-split and three-warpgroup 192-row tiles),
+// the epilogue, and the tile scheduler tag of K split in parallel.
 #pragma once
 
 #include <type_traits>
@@ -14,6 +14,7 @@
 
 #include "gemm_problem.h"
 #include "sm90_ldg_mainloop.cuh"
+#include "sm90_three_warpgroup_kernel.cuh"
 #include "sm90_staged_mainloop.cuh"
 #include "sm90_tf32_smem_rewrite_mainloop.cuh"
 
@@ -220,6 +221,47 @@ struct Mainloop<Element, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape, 
       cute::identity>;
 };
 
+// KernelTmaWarpSpecializedCooperative3WG (sm90_three_warpgroup_kernel.cuh): CUTLASS's TMA
+// warp-specialized mainloop with the builder's choices (TMA copies by cluster shape, shared-memory
+// atoms for the whole tile, stages from the shared memory the epilogue leaves) but a tiled MMA of
+// three warpgroups along M, each 64 x N (the builder's cooperative one has two). The mainloop takes
+// any schedule tag; it spreads its pipeline's consumer arrivals over size(TiledMma) / 128
+// warpgroups, and each warpgroup reads its 64-row block of A (whole 64-row swizzle atoms for an
+// M-major A) and all of B.
+template <class Element, class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape,
+          class StageCount>
+struct Mainloop<Element, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape, StageCount,
+                KernelTmaWarpSpecializedCooperative3WG> {
+  static_assert(sizeof(Element) == 2, "the three-warpgroup mainloop is for 16-bit operands");
+  static_assert(kAlignment * sizeof(Element) % 16 == 0, "TMA loads A and B: 16-byte aligned");
+  static_assert(cute::size<0>(TileShape{}) == 192, "three warpgroups of 64 rows");
+  using TileM = decltype(cute::get<0>(TileShape{}));
+  using TileN = decltype(cute::get<1>(TileShape{}));
+  using TileK = decltype(cute::get<2>(TileShape{}));
+  static constexpr cute::GMMA::Major kMajorA =
+      cutlass::gemm::collective::detail::gmma_ss_tag_to_major_A<Element, LayoutA>();
+  static constexpr cute::GMMA::Major kMajorB =
+      cutlass::gemm::collective::detail::gmma_ss_tag_to_major_B<Element, LayoutB>();
+  using TiledMma = decltype(cute::make_tiled_mma(
+      cute::GMMA::ss_op_selector<Element, Element, float, cute::Shape<cute::_64, TileN, TileK>, kMajorA, kMajorB>(),
+      cute::Layout<cute::Shape<cute::_3, cute::_1, cute::_1>>{}));  // three consumer warpgroups along M
+  using SmemLayoutAtomA =
+      decltype(cutlass::gemm::collective::detail::ss_smem_selector<kMajorA, Element, TileM, TileK>());
+  using SmemLayoutAtomB =
+      decltype(cutlass::gemm::collective::detail::ss_smem_selector<kMajorB, Element, TileN, TileK>());
+  using GmemTiledCopyA =
+      decltype(cutlass::gemm::collective::detail::sm90_cluster_shape_to_tma_atom(cute::shape<1>(ClusterShape{})));
+  using GmemTiledCopyB =
+      decltype(cutlass::gemm::collective::detail::sm90_cluster_shape_to_tma_atom(cute::shape<0>(ClusterShape{})));
+  static constexpr int kStages = cutlass::gemm::collective::detail::compute_stage_count_or_override<
+      cutlass::gemm::collective::detail::sm90_smem_capacity_bytes, Element, Element, TileShape>(StageCount{});
+  using type = cutlass::gemm::collective::CollectiveMma<
+      cutlass::gemm::MainloopSm90TmaGmmaWarpSpecialized<kStages, ClusterShape, KernelTmaWarpSpecializedCooperative3WG>,
+      TileShape, Element, cutlass::detail::TagToStrideA_t<LayoutA>, Element, cutlass::detail::TagToStrideB_t<LayoutB>,
+      TiledMma, GmemTiledCopyA, SmemLayoutAtomA, void, cute::identity, GmemTiledCopyB, SmemLayoutAtomB, void,
+      cute::identity>;
+};
+
 // The epilogue: what CUTLASS's builder makes for the choices (EpilogueTileAuto), or, behind the
 // N-split mainloop with a TMA epilogue, CUTLASS's TMA epilogue put together as its builder does
 // (Sm90TmaBuilderImpl) but for subtiles of 64 rows by the whole N, whose shared-memory atom fits a
@@ -268,6 +310,58 @@ struct Epilogue<TileShape, ClusterShape, ElementC_, LayoutC, ElementD, LayoutD, 
       cute::SM90_TMA_STORE,
       decltype(cutlass::epilogue::collective::detail::sm90_get_epilogue_smem_swizzle_layout_atom<StrideD, ElementD,
                                                                                                    HalfTile>()),
+      decltype(cutlass::epilogue::collective::detail::sm90_get_smem_store_op_for_accumulator<StrideD, ElementD,
+                                                                                              EpilogueTile>()),
+      cute::Copy_Atom<cute::SM90_U32x4_STSM_N, cutlass::half_t>,  // the builder's for N a multiple of 16
+      void>;
+};
+
+// Behind the three-warpgroup mainloop, CUTLASS's TMA epilogue put together as its builder does
+// (Sm90TmaBuilderImpl) for subtiles of all 192 rows by k3WGEpilogueN columns: the epilogue spreads
+// each subtile over the 384 consumer threads by the tiled MMA's accumulator layout, so a subtile
+// must span the three warpgroups' 64-row blocks (the builder's cooperative subtiles are 128 x 32,
+// both warpgroups' rows; it asserts 128 rows for the cooperative schedule). Its dispatch policy
+// as the builder derives it, but with the fragment a thread holds of a subtile counted over 384
+// threads (the builder divides by 256 for the cooperative schedule: 24 of a 192 x 32 subtile where
+// a thread holds 16, "Fragment size does not vectorize properly"). Subtiles of 192 x 16 rather
+// than 32: C and D share the epilogue's shared memory in 4 subtile stages (bf16: the builder's
+// ReuseSmem), 24 KB against 48, which leaves room for 4 mainloop stages of 48 KB instead of 3.
+inline constexpr int k3WGEpilogueN = 16;
+
+template <class TileShape, class ClusterShape, class ElementC_, class LayoutC, class ElementD, class LayoutD,
+          int kOutputAlignment, class FusionOp>
+struct Epilogue<TileShape, ClusterShape, ElementC_, LayoutC, ElementD, LayoutD, kOutputAlignment,
+                cutlass::epilogue::TmaWarpSpecializedCooperative, FusionOp, KernelTmaWarpSpecializedCooperative3WG> {
+  static_assert(!std::is_void_v<ElementD>, "D stored by TMA");
+  static constexpr int kThreads = 3 * cutlass::NumThreadsPerWarpGroup;  // the consumer warpgroups
+  using ElementC = std::conditional_t<std::is_void_v<ElementC_>, ElementD, ElementC_>;  // void: C not read
+  using LayoutCOrD = std::conditional_t<std::is_void_v<ElementC_>, LayoutD, LayoutC>;
+  using StrideC = cutlass::detail::TagToStrideC_t<LayoutCOrD>;
+  using StrideD = cutlass::detail::TagToStrideC_t<LayoutD>;
+  using EpilogueTile = cute::Shape<decltype(cute::get<0>(TileShape{})), cute::Int<k3WGEpilogueN>>;
+  static_assert(cute::size<1>(TileShape{}) % k3WGEpilogueN == 0, "whole subtiles across N");
+  // sm90_get_tma_dispatch_policy's stages, reuse and delay, its fragment over 384 threads.
+  static constexpr int kEpiTiles = cute::size<1>(TileShape{}) / k3WGEpilogueN;
+  static constexpr bool kReuseSmem = !std::is_void_v<ElementC_> && cute::sizeof_bits_v<ElementC> ==
+                                         cute::sizeof_bits_v<ElementD> && cute::sizeof_bits_v<ElementD> > 8;
+  static constexpr bool kDelayTmaStore = std::is_void_v<ElementC_>;
+  static constexpr int kStagesD = cute::min(kEpiTiles, 2);
+  static constexpr int kStagesC = kReuseSmem ? cute::max(cute::min(kEpiTiles, 4), kStagesD + 1) : cute::min(kEpiTiles, 4);
+  static constexpr int kFragmentSize = cute::size(EpilogueTile{}) / kThreads;
+  using DispatchPolicy =
+      cutlass::epilogue::Sm90TmaWarpSpecialized<kStagesC, kStagesD, kFragmentSize, kReuseSmem, kDelayTmaStore>;
+  using FusionCallbacks = typename cutlass::epilogue::collective::detail::CallbacksBuilder<
+      DispatchPolicy, FusionOp, TileShape, EpilogueTile, float>::Callbacks;
+  using type = cutlass::epilogue::collective::CollectiveEpilogue<
+      DispatchPolicy, TileShape, EpilogueTile, ElementC_, StrideC, ElementD, StrideD, FusionCallbacks,
+      cute::SM90_TMA_LOAD,
+      decltype(cutlass::epilogue::collective::detail::sm90_get_epilogue_smem_swizzle_layout_atom<StrideC, ElementC,
+                                                                                                   EpilogueTile>()),
+      decltype(cutlass::epilogue::collective::detail::sm90_get_smem_load_op_for_source<StrideC, ElementC,
+                                                                                        EpilogueTile>()),
+      cute::SM90_TMA_STORE,
+      decltype(cutlass::epilogue::collective::detail::sm90_get_epilogue_smem_swizzle_layout_atom<StrideD, ElementD,
+                                                                                                   EpilogueTile>()),
       decltype(cutlass::epilogue::collective::detail::sm90_get_smem_store_op_for_accumulator<StrideD, ElementD,
                                                                                               EpilogueTile>()),
       cute::Copy_Atom<cute::SM90_U32x4_STSM_N, cutlass::half_t>,  // the builder's for N a multiple of 16

@@ -42,9 +42,14 @@ SCHEDULE = {  # short name: (mainloop schedule, epilogue schedule, words)
                    "cooperative, A and B at any alignment (cp.async 16-byte chunks staged and shifted on chip)"),
     # cooperative with the two consumer warpgroups splitting the tile's N, not its M (each 192 x 96 of a
     # 192x192 tile: cuBLAS's nvjet 192x192 coopB), the CollectiveMma built by hand and a TMA epilogue of
-    # 64-row subtiles as wide as the tile (cpp/cutlass_sm90_gemm.cuh, KernelTmaWarpSpecializedCooperativeSplitN)
+    # 64-row subtiles as wide as the tile (cpp/sm90_collectives.cuh, KernelTmaWarpSpecializedCooperativeSplitN)
     "coopsplitn": ("KernelTmaWarpSpecializedCooperativeSplitN", "cutlass::epilogue::TmaWarpSpecializedCooperative",
                    "cooperative, warpgroups split N"),
+    # cooperative with three consumer warpgroups stacked along M (each 64 x N of a 192-row tile, the wgmmas of
+    # one 128x192 warpgroup), 512 threads: CUTLASS's cooperative kernel copied with a register split for 512
+    # threads (cpp/sm90_three_warpgroup_kernel.cuh), a TMA epilogue of 192 x 16 subtiles
+    "coop3wg": ("KernelTmaWarpSpecializedCooperative3WG", "cutlass::epilogue::TmaWarpSpecializedCooperative",
+                "cooperative, three warpgroups along M"),
 }
 SCHEDULER = {"persistent": "cutlass::gemm::PersistentScheduler", "streamk": "cutlass::gemm::StreamKScheduler",
              "splitk": "SplitKParallelScheduler"}
@@ -273,6 +278,16 @@ def all_kernels():
     for la_lb in ["rr", "rc", "cr"]:
         kernels.append(Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 192, 64), (2, 1), "coop", "persistent",
                               swap_ab=True))
+    # bf16 192x192 tiles (cuBLAS's at 3072^3 and 6144^3), three consumer warpgroups stacked along M (64 x 192
+    # each, the wgmmas of one 128x192 warpgroup; 512 threads: cpp/sm90_three_warpgroup_kernel.cuh): each
+    # warpgroup reads shared memory a flop as one of 128x192 does and the tile reads a fifth less from L2.
+    # H100, ms (x cuBLAS) against 128x192 c2x1: 3072^3 rr / rc / cr / cc 0.080 / 0.082 / 0.080 / 0.082
+    # (0.95-0.97x) against 0.082-0.085 (0.92-0.95x); 3072x3072x4096 cr 0.105 / 0.107; 3072x1536x4096 cr
+    # 0.053 (0.96x) against auto's 0.069. Behind 128x256 where that fills the waves (4096^3 0.217 against
+    # 0.176, 6144^3 0.567 / 0.563): for problems its tiles fit best (CutlassSm90Gemm::priority). Two
+    # warpgroups splitting N instead ran 0.088 (tuning_kernels(), "coopsplitn").
+    for la_lb in LAYOUTS:
+        kernels.append(Kernel("sm90", "bf16", la_lb[0], la_lb[1], (192, 192, 64), (2, 1), "coop3wg", "persistent"))
     # bf16 / f16 with A and B 16-byte aligned and D not (an odd N with B column-major: x @ W.T onto a
     # vocabulary of 50257; or an output view): TMA loads, the epilogue stores D from registers. Only
     # B column-major: with B row-major an odd N leaves B unaligned too.

@@ -174,7 +174,7 @@ def test_192_wide_tiles_where_they_fill_the_last_wave(dtype):
         pytest.skip(f"this build lacks the {dtype} 128x192 kernels")
     with rules_only(dtype) as rules:
         for lay in ("rr", "rc", "cr", "cc"):
-            assert rules(3072, 3072, 3072, lay) == wide.format(lay)
+            assert "192x64_c2x1" in rules(3072, 3072, 3072, lay)  # bf16: 192x192 tiles (below)
             assert rules(1536, 1536, 4096, lay) == wide.format(lay)
             assert "128x192" not in rules(4096, 4096, 4096, lay)
             assert "128x192" not in rules(4096, 1024, 3072, lay)
@@ -190,14 +190,32 @@ def test_192_row_tiles_where_they_fill_the_waves():
     tall = "sm90_bf16_{}_128x192x64_c2x1_coop_persistent_swapab"
     if not {tall.format(lay) for lay in ("rr", "cr", "rc")} <= names:
         pytest.skip("this build lacks the bf16 192-row tiles")
-    with rules_only(torch.bfloat16) as rules:
+    with rules_only() as rules:
         for lay in ("rr", "cr", "rc"):
             assert rules(3072, 1024, 4096, lay) == tall.format(lay)
             assert rules(6144, 1024, 2048, lay) == tall.format(lay)
-            assert rules(3072, 3072, 3072, lay) == tall.format(lay).removesuffix("_swapab")
-            assert "128x192" not in rules(4096, 4096, 4096, lay)
-            assert "swapab" not in rules(1024, 3072, 4096, lay)  # N fills 192-wide tiles: D's own
+            assert "swapab" not in rules(3072, 3072, 3072, lay)  # 384 tiles of 128x192 either way
+            assert "192" not in rules(4096, 4096, 4096, lay)
+            assert rules(1024, 3072, 4096, lay) == tall.format(lay).removesuffix("_swapab")  # N fills 192-wide tiles
         assert "swapab" not in rules(1536, 1024, 4096)  # 64 tiles: not half the SMs
+
+
+def test_192x192_tiles_where_they_fill_the_waves():
+    """The rules (no table) for the bf16 192x192 tiles (three consumer warpgroups): where their waves
+    fill best, at least as well as 128x192 tiles of D or D^T (3072^3: 256 tiles, 97%, as 384 of 128x192;
+    3072x1536: 128 tiles, one wave, against 192 of 128x192 in two) and 15% better than 128x256's; not
+    where 128x256 tiles fill the waves (4096^3, 6144^3: 576 tiles in 5 waves, 87%), not over fewer
+    tiles than half the SMs (1536^3: 64), not where 192x128 tiles fill them better (3072x1024)."""
+    names = {k["name"] for k in pg.kernels()}
+    square = "sm90_bf16_{}_192x192x64_c2x1_coop3wg_persistent"
+    if not {square.format(lay) for lay in ("rr", "rc", "cr", "cc")} <= names:
+        pytest.skip("this build lacks the bf16 192x192 kernels")
+    with rules_only() as rules:
+        for lay in ("rr", "rc", "cr", "cc"):
+            assert rules(3072, 3072, 3072, lay) == square.format(lay)
+            assert rules(3072, 1536, 4096, lay) == square.format(lay)
+            for m, n, k in ((4096, 4096, 4096), (6144, 6144, 6144), (1536, 1536, 1536), (3072, 1024, 4096)):
+                assert "192x192" not in rules(m, n, k, lay)
 
 
 def test_default_precision_follows_torch():
