@@ -177,35 +177,31 @@ struct Mainloop<Element, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape,
   using type = With<kStages>;
 };
 
-// KernelTmaWarpSpecializedCooperativeSplitN: CUTLASS's TMA warp-specialized mainloop with the
-// builder's choices (TMA copies by cluster shape, stages from the shared memory the epilogue
-// leaves) but a tiled MMA of 64 x N/2 wgmmas with the two warpgroups along N. Each warpgroup's
-// wgmmas read its half of B's tile, so the half must be whole swizzle atoms: B's atom is chosen
-// for N/2 (an MN-major B of 96-wide halves gets the 32-element, 64-byte swizzle where the
-// builder's 192 would get the 64-element one, across which a half would start mid-atom); A's
-// for the whole M, which both warpgroups read in 64-row blocks.
+// CUTLASS's TMA warp-specialized mainloop assembled as its builder does (TMA copies by cluster
+// shape, shared-memory atoms, stages from the shared memory the epilogue leaves), but with wgmmas of
+// 64 x WgmmaN laid over the consumer warpgroups by WarpgroupLayout, which the builder fixes (two
+// warpgroups along M). A's atom is chosen for the whole M, which the warpgroups read in 64-row
+// blocks; B's for WgmmaN, the columns one warpgroup's wgmmas read, which must be whole swizzle
+// atoms. The mainloop takes any schedule tag and spreads its pipeline's consumer arrivals over
+// size(TiledMma) / 128 warpgroups.
 template <class Element, class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape,
-          class StageCount>
-struct Mainloop<Element, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape, StageCount,
-                KernelTmaWarpSpecializedCooperativeSplitN> {
-  static_assert(sizeof(Element) == 2, "the N-split mainloop is for 16-bit operands (either major in shared memory)");
+          class StageCount, class Schedule, class WgmmaN, class WarpgroupLayout>
+struct HandBuiltTmaMainloop {
+  static_assert(sizeof(Element) == 2, "for 16-bit operands (either major in shared memory)");
   static_assert(kAlignment * sizeof(Element) % 16 == 0, "TMA loads A and B: 16-byte aligned");
-  static_assert(cute::size<0>(TileShape{}) % 64 == 0 && cute::size<1>(TileShape{}) % 16 == 0,
-                "M in 64-row wgmma blocks, N in two halves of a multiple of 8");
   using TileM = decltype(cute::get<0>(TileShape{}));
-  using HalfN = cute::Int<cute::size<1>(TileShape{}) / 2>;
   using TileK = decltype(cute::get<2>(TileShape{}));
   static constexpr cute::GMMA::Major kMajorA =
       cutlass::gemm::collective::detail::gmma_ss_tag_to_major_A<Element, LayoutA>();
   static constexpr cute::GMMA::Major kMajorB =
       cutlass::gemm::collective::detail::gmma_ss_tag_to_major_B<Element, LayoutB>();
   using TiledMma = decltype(cute::make_tiled_mma(
-      cute::GMMA::ss_op_selector<Element, Element, float, cute::Shape<cute::_64, HalfN, TileK>, kMajorA, kMajorB>(),
-      cute::Layout<cute::Shape<cute::_1, cute::_2, cute::_1>>{}));  // two consumer warpgroups along N
+      cute::GMMA::ss_op_selector<Element, Element, float, cute::Shape<cute::_64, WgmmaN, TileK>, kMajorA, kMajorB>(),
+      WarpgroupLayout{}));
   using SmemLayoutAtomA =
       decltype(cutlass::gemm::collective::detail::ss_smem_selector<kMajorA, Element, TileM, TileK>());
   using SmemLayoutAtomB =
-      decltype(cutlass::gemm::collective::detail::ss_smem_selector<kMajorB, Element, HalfN, TileK>());
+      decltype(cutlass::gemm::collective::detail::ss_smem_selector<kMajorB, Element, WgmmaN, TileK>());
   // A is shared by the CTAs of a cluster's row (multicast when the cluster has several N), B by
   // those of its column, as the builder does.
   using GmemTiledCopyA =
@@ -215,51 +211,37 @@ struct Mainloop<Element, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape, 
   static constexpr int kStages = cutlass::gemm::collective::detail::compute_stage_count_or_override<
       cutlass::gemm::collective::detail::sm90_smem_capacity_bytes, Element, Element, TileShape>(StageCount{});
   using type = cutlass::gemm::collective::CollectiveMma<
-      cutlass::gemm::MainloopSm90TmaGmmaWarpSpecialized<kStages, ClusterShape, KernelTmaWarpSpecializedCooperativeSplitN>,
-      TileShape, Element, cutlass::detail::TagToStrideA_t<LayoutA>, Element, cutlass::detail::TagToStrideB_t<LayoutB>,
-      TiledMma, GmemTiledCopyA, SmemLayoutAtomA, void, cute::identity, GmemTiledCopyB, SmemLayoutAtomB, void,
-      cute::identity>;
+      cutlass::gemm::MainloopSm90TmaGmmaWarpSpecialized<kStages, ClusterShape, Schedule>, TileShape, Element,
+      cutlass::detail::TagToStrideA_t<LayoutA>, Element, cutlass::detail::TagToStrideB_t<LayoutB>, TiledMma,
+      GmemTiledCopyA, SmemLayoutAtomA, void, cute::identity, GmemTiledCopyB, SmemLayoutAtomB, void, cute::identity>;
 };
 
-// KernelTmaWarpSpecializedCooperative3WG (sm90_three_warpgroup_kernel.cuh): CUTLASS's TMA
-// warp-specialized mainloop with the builder's choices (TMA copies by cluster shape, shared-memory
-// atoms for the whole tile, stages from the shared memory the epilogue leaves) but a tiled MMA of
-// three warpgroups along M, each 64 x N (the builder's cooperative one has two). The mainloop takes
-// any schedule tag; it spreads its pipeline's consumer arrivals over size(TiledMma) / 128
-// warpgroups, and each warpgroup reads its 64-row block of A (whole 64-row swizzle atoms for an
-// M-major A) and all of B.
+// KernelTmaWarpSpecializedCooperativeSplitN: wgmmas of 64 x N/2, the two warpgroups along N, each
+// reading its half of B's tile: an MN-major B of 96-wide halves gets the 32-element, 64-byte
+// swizzle atom where the builder's 192 would get the 64-element one, across which a half would
+// start mid-atom.
 template <class Element, class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape,
           class StageCount>
 struct Mainloop<Element, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape, StageCount,
-                KernelTmaWarpSpecializedCooperative3WG> {
-  static_assert(sizeof(Element) == 2, "the three-warpgroup mainloop is for 16-bit operands");
-  static_assert(kAlignment * sizeof(Element) % 16 == 0, "TMA loads A and B: 16-byte aligned");
+                KernelTmaWarpSpecializedCooperativeSplitN>
+    : HandBuiltTmaMainloop<Element, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape, StageCount,
+                           KernelTmaWarpSpecializedCooperativeSplitN, cute::Int<cute::size<1>(TileShape{}) / 2>,
+                           cute::Layout<cute::Shape<cute::_1, cute::_2, cute::_1>>> {
+  static_assert(cute::size<0>(TileShape{}) % 64 == 0 && cute::size<1>(TileShape{}) % 16 == 0,
+                "M in 64-row wgmma blocks, N in two halves of a multiple of 8");
+};
+
+// KernelTmaWarpSpecializedCooperative3WG (sm90_three_warpgroup_kernel.cuh): wgmmas of 64 x N, three
+// warpgroups along M (the builder's cooperative mainloop has two), each reading its 64-row block of
+// A (whole 64-row swizzle atoms for an M-major A) and all of B.
+template <class Element, class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape,
+          class StageCount>
+struct Mainloop<Element, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape, StageCount,
+                KernelTmaWarpSpecializedCooperative3WG>
+    : HandBuiltTmaMainloop<Element, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape, StageCount,
+                           KernelTmaWarpSpecializedCooperative3WG, decltype(cute::get<1>(TileShape{})),
+                           cute::Layout<cute::Shape<cute::_3, cute::_1, cute::_1>>> {
   static_assert(cute::size<0>(TileShape{}) == 192, "three warpgroups of 64 rows");
-  using TileM = decltype(cute::get<0>(TileShape{}));
-  using TileN = decltype(cute::get<1>(TileShape{}));
-  using TileK = decltype(cute::get<2>(TileShape{}));
-  static constexpr cute::GMMA::Major kMajorA =
-      cutlass::gemm::collective::detail::gmma_ss_tag_to_major_A<Element, LayoutA>();
-  static constexpr cute::GMMA::Major kMajorB =
-      cutlass::gemm::collective::detail::gmma_ss_tag_to_major_B<Element, LayoutB>();
-  using TiledMma = decltype(cute::make_tiled_mma(
-      cute::GMMA::ss_op_selector<Element, Element, float, cute::Shape<cute::_64, TileN, TileK>, kMajorA, kMajorB>(),
-      cute::Layout<cute::Shape<cute::_3, cute::_1, cute::_1>>{}));  // three consumer warpgroups along M
-  using SmemLayoutAtomA =
-      decltype(cutlass::gemm::collective::detail::ss_smem_selector<kMajorA, Element, TileM, TileK>());
-  using SmemLayoutAtomB =
-      decltype(cutlass::gemm::collective::detail::ss_smem_selector<kMajorB, Element, TileN, TileK>());
-  using GmemTiledCopyA =
-      decltype(cutlass::gemm::collective::detail::sm90_cluster_shape_to_tma_atom(cute::shape<1>(ClusterShape{})));
-  using GmemTiledCopyB =
-      decltype(cutlass::gemm::collective::detail::sm90_cluster_shape_to_tma_atom(cute::shape<0>(ClusterShape{})));
-  static constexpr int kStages = cutlass::gemm::collective::detail::compute_stage_count_or_override<
-      cutlass::gemm::collective::detail::sm90_smem_capacity_bytes, Element, Element, TileShape>(StageCount{});
-  using type = cutlass::gemm::collective::CollectiveMma<
-      cutlass::gemm::MainloopSm90TmaGmmaWarpSpecialized<kStages, ClusterShape, KernelTmaWarpSpecializedCooperative3WG>,
-      TileShape, Element, cutlass::detail::TagToStrideA_t<LayoutA>, Element, cutlass::detail::TagToStrideB_t<LayoutB>,
-      TiledMma, GmemTiledCopyA, SmemLayoutAtomA, void, cute::identity, GmemTiledCopyB, SmemLayoutAtomB, void,
-      cute::identity>;
 };
 
 // The epilogue: what CUTLASS's builder makes for the choices (EpilogueTileAuto), or, behind the
@@ -284,37 +266,46 @@ struct Epilogue {
       LayoutD, kOutputAlignment, EpilogueSchedule, FusionOp>::CollectiveOp;
 };
 
-template <class TileShape, class ClusterShape, class ElementC_, class LayoutC, class ElementD, class LayoutD,
-          int kOutputAlignment, class FusionOp>
-struct Epilogue<TileShape, ClusterShape, ElementC_, LayoutC, ElementD, LayoutD, kOutputAlignment,
-                cutlass::epilogue::TmaWarpSpecializedCooperative, FusionOp, KernelTmaWarpSpecializedCooperativeSplitN> {
+// CUTLASS's TMA epilogue put together as its builder does (Sm90TmaBuilderImpl), for the given
+// subtile (EpilogueTile), dispatch policy, and shared-memory swizzle atoms chosen for SmemAtomTile.
+template <class TileShape, class EpilogueTile, class SmemAtomTile, class DispatchPolicy, class ElementC_, class LayoutC,
+          class ElementD, class LayoutD, class FusionOp>
+struct HandBuiltTmaEpilogue {
   static_assert(!std::is_void_v<ElementD>, "D stored by TMA");
   using ElementC = std::conditional_t<std::is_void_v<ElementC_>, ElementD, ElementC_>;  // void: C not read
   using LayoutCOrD = std::conditional_t<std::is_void_v<ElementC_>, LayoutD, LayoutC>;
   using StrideC = cutlass::detail::TagToStrideC_t<LayoutCOrD>;
   using StrideD = cutlass::detail::TagToStrideC_t<LayoutD>;
-  using EpilogueTile = cute::Shape<cute::_64, decltype(cute::get<1>(TileShape{}))>;
-  using HalfTile = cute::Shape<cute::_64, cute::Int<cute::size<1>(TileShape{}) / 2>>;
-  using DispatchPolicy = decltype(cutlass::epilogue::collective::detail::sm90_get_tma_dispatch_policy<
-                                  TileShape, EpilogueTile, ElementC_, ElementD,
-                                  cutlass::epilogue::TmaWarpSpecializedCooperative>());
   using FusionCallbacks = typename cutlass::epilogue::collective::detail::CallbacksBuilder<
       DispatchPolicy, FusionOp, TileShape, EpilogueTile, float>::Callbacks;
   using type = cutlass::epilogue::collective::CollectiveEpilogue<
       DispatchPolicy, TileShape, EpilogueTile, ElementC_, StrideC, ElementD, StrideD, FusionCallbacks,
       cute::SM90_TMA_LOAD,
       decltype(cutlass::epilogue::collective::detail::sm90_get_epilogue_smem_swizzle_layout_atom<StrideC, ElementC,
-                                                                                                   HalfTile>()),
+                                                                                                   SmemAtomTile>()),
       decltype(cutlass::epilogue::collective::detail::sm90_get_smem_load_op_for_source<StrideC, ElementC,
                                                                                         EpilogueTile>()),
       cute::SM90_TMA_STORE,
       decltype(cutlass::epilogue::collective::detail::sm90_get_epilogue_smem_swizzle_layout_atom<StrideD, ElementD,
-                                                                                                   HalfTile>()),
+                                                                                                   SmemAtomTile>()),
       decltype(cutlass::epilogue::collective::detail::sm90_get_smem_store_op_for_accumulator<StrideD, ElementD,
                                                                                               EpilogueTile>()),
       cute::Copy_Atom<cute::SM90_U32x4_STSM_N, cutlass::half_t>,  // the builder's for N a multiple of 16
       void>;
 };
+
+// Behind the N-split mainloop (see Epilogue above): subtiles of 64 x N, atoms for 64 x N/2, the
+// builder's dispatch policy for the cooperative schedule.
+template <class TileShape, class ClusterShape, class ElementC_, class LayoutC, class ElementD, class LayoutD,
+          int kOutputAlignment, class FusionOp>
+struct Epilogue<TileShape, ClusterShape, ElementC_, LayoutC, ElementD, LayoutD, kOutputAlignment,
+                cutlass::epilogue::TmaWarpSpecializedCooperative, FusionOp, KernelTmaWarpSpecializedCooperativeSplitN>
+    : HandBuiltTmaEpilogue<TileShape, cute::Shape<cute::_64, decltype(cute::get<1>(TileShape{}))>,
+                           cute::Shape<cute::_64, cute::Int<cute::size<1>(TileShape{}) / 2>>,
+                           decltype(cutlass::epilogue::collective::detail::sm90_get_tma_dispatch_policy<
+                                    TileShape, cute::Shape<cute::_64, decltype(cute::get<1>(TileShape{}))>, ElementC_,
+                                    ElementD, cutlass::epilogue::TmaWarpSpecializedCooperative>()),
+                           ElementC_, LayoutC, ElementD, LayoutD, FusionOp> {};
 
 // Behind the three-warpgroup mainloop, CUTLASS's TMA epilogue put together as its builder does
 // (Sm90TmaBuilderImpl) for subtiles of all 192 rows by k3WGEpilogueN columns: the epilogue spreads
@@ -328,19 +319,14 @@ struct Epilogue<TileShape, ClusterShape, ElementC_, LayoutC, ElementD, LayoutD, 
 // ReuseSmem), 24 KB against 48, which leaves room for 4 mainloop stages of 48 KB instead of 3.
 inline constexpr int k3WGEpilogueN = 16;
 
-template <class TileShape, class ClusterShape, class ElementC_, class LayoutC, class ElementD, class LayoutD,
-          int kOutputAlignment, class FusionOp>
-struct Epilogue<TileShape, ClusterShape, ElementC_, LayoutC, ElementD, LayoutD, kOutputAlignment,
-                cutlass::epilogue::TmaWarpSpecializedCooperative, FusionOp, KernelTmaWarpSpecializedCooperative3WG> {
-  static_assert(!std::is_void_v<ElementD>, "D stored by TMA");
+// sm90_get_tma_dispatch_policy's stages, reuse and delay for the three-warpgroup subtiles, its
+// fragment counted over the 384 consumer threads.
+template <class TileShape, class ElementC_, class ElementD>
+struct ThreeWarpgroupEpiloguePolicy {
   static constexpr int kThreads = 3 * cutlass::NumThreadsPerWarpGroup;  // the consumer warpgroups
-  using ElementC = std::conditional_t<std::is_void_v<ElementC_>, ElementD, ElementC_>;  // void: C not read
-  using LayoutCOrD = std::conditional_t<std::is_void_v<ElementC_>, LayoutD, LayoutC>;
-  using StrideC = cutlass::detail::TagToStrideC_t<LayoutCOrD>;
-  using StrideD = cutlass::detail::TagToStrideC_t<LayoutD>;
+  using ElementC = std::conditional_t<std::is_void_v<ElementC_>, ElementD, ElementC_>;
   using EpilogueTile = cute::Shape<decltype(cute::get<0>(TileShape{})), cute::Int<k3WGEpilogueN>>;
   static_assert(cute::size<1>(TileShape{}) % k3WGEpilogueN == 0, "whole subtiles across N");
-  // sm90_get_tma_dispatch_policy's stages, reuse and delay, its fragment over 384 threads.
   static constexpr int kEpiTiles = cute::size<1>(TileShape{}) / k3WGEpilogueN;
   static constexpr bool kReuseSmem = !std::is_void_v<ElementC_> && cute::sizeof_bits_v<ElementC> ==
                                          cute::sizeof_bits_v<ElementD> && cute::sizeof_bits_v<ElementD> > 8;
@@ -348,25 +334,17 @@ struct Epilogue<TileShape, ClusterShape, ElementC_, LayoutC, ElementD, LayoutD, 
   static constexpr int kStagesD = cute::min(kEpiTiles, 2);
   static constexpr int kStagesC = kReuseSmem ? cute::max(cute::min(kEpiTiles, 4), kStagesD + 1) : cute::min(kEpiTiles, 4);
   static constexpr int kFragmentSize = cute::size(EpilogueTile{}) / kThreads;
-  using DispatchPolicy =
-      cutlass::epilogue::Sm90TmaWarpSpecialized<kStagesC, kStagesD, kFragmentSize, kReuseSmem, kDelayTmaStore>;
-  using FusionCallbacks = typename cutlass::epilogue::collective::detail::CallbacksBuilder<
-      DispatchPolicy, FusionOp, TileShape, EpilogueTile, float>::Callbacks;
-  using type = cutlass::epilogue::collective::CollectiveEpilogue<
-      DispatchPolicy, TileShape, EpilogueTile, ElementC_, StrideC, ElementD, StrideD, FusionCallbacks,
-      cute::SM90_TMA_LOAD,
-      decltype(cutlass::epilogue::collective::detail::sm90_get_epilogue_smem_swizzle_layout_atom<StrideC, ElementC,
-                                                                                                   EpilogueTile>()),
-      decltype(cutlass::epilogue::collective::detail::sm90_get_smem_load_op_for_source<StrideC, ElementC,
-                                                                                        EpilogueTile>()),
-      cute::SM90_TMA_STORE,
-      decltype(cutlass::epilogue::collective::detail::sm90_get_epilogue_smem_swizzle_layout_atom<StrideD, ElementD,
-                                                                                                   EpilogueTile>()),
-      decltype(cutlass::epilogue::collective::detail::sm90_get_smem_store_op_for_accumulator<StrideD, ElementD,
-                                                                                              EpilogueTile>()),
-      cute::Copy_Atom<cute::SM90_U32x4_STSM_N, cutlass::half_t>,  // the builder's for N a multiple of 16
-      void>;
+  using type = cutlass::epilogue::Sm90TmaWarpSpecialized<kStagesC, kStagesD, kFragmentSize, kReuseSmem, kDelayTmaStore>;
 };
+
+template <class TileShape, class ClusterShape, class ElementC_, class LayoutC, class ElementD, class LayoutD,
+          int kOutputAlignment, class FusionOp>
+struct Epilogue<TileShape, ClusterShape, ElementC_, LayoutC, ElementD, LayoutD, kOutputAlignment,
+                cutlass::epilogue::TmaWarpSpecializedCooperative, FusionOp, KernelTmaWarpSpecializedCooperative3WG>
+    : HandBuiltTmaEpilogue<TileShape, typename ThreeWarpgroupEpiloguePolicy<TileShape, ElementC_, ElementD>::EpilogueTile,
+                           typename ThreeWarpgroupEpiloguePolicy<TileShape, ElementC_, ElementD>::EpilogueTile,
+                           typename ThreeWarpgroupEpiloguePolicy<TileShape, ElementC_, ElementD>::type, ElementC_,
+                           LayoutC, ElementD, LayoutD, FusionOp> {};
 
 template <class Schedule> struct IsTf32x3 : std::false_type {};
 template <int kPromoteEvery>
