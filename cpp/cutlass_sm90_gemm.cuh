@@ -272,26 +272,20 @@ class CutlassSm90Gemm : public GemmKernel {
       return info_.priority;
     }
     if constexpr (kSplitN) return kSplitNPriority;
-    if constexpr (kThreeWarpgroups) {
-      const double fill = wave_fill(p, 192, 192);
-      return 2 * tiles_of(p) >= sm_count_of(p) && fill >= kWaveFillGain * wave_fill(p, 128, 256) &&
-                     fill >= std::max(wave_fill(p, 128, 192), wave_fill(p, 192, 128))
+    if constexpr (kThreeWarpgroups)
+      return fills_waves(p, kWaveFillGain * wave_fill(p, 128, 256)) &&
+                     own_wave_fill(p) >= std::max(wave_fill(p, 128, 192), wave_fill(p, 192, 128))
                  ? kThreeWarpgroupsPriority
                  : kNotWaveFillPriority;
-    }
     if constexpr (kSplitK && !kSmallM)
       return tiles_of(p) * 4 <= p.sm_count && (kTileN <= 128 || (kTransposed ? p.m : p.n) > 128) ? info_.priority
                                                                                                    : kNotLongKPriority;
     if constexpr (kSmallM) return p.m <= kTileN ? kSmallMPriority : kNotSmallMPriority;
     if (kBias && !has_bias_row(p)) return kWithoutBiasPriority;
     if constexpr (kWaveFill)
-      return 2 * tiles_of(p) >= sm_count_of(p) && wave_fill(p, 128, 192) >= kWaveFillGain * wave_fill(p, 128, 256)
-                 ? kWaveFillPriority
-                 : kNotWaveFillPriority;
+      return fills_waves(p, kWaveFillGain * wave_fill(p, 128, 256)) ? kWaveFillPriority : kNotWaveFillPriority;
     if constexpr (kWaveFillTransposed)
-      return 2 * tiles_of(p) >= sm_count_of(p) &&
-                     wave_fill(p, 192, 128) >=
-                         kWaveFillGain * std::max(wave_fill(p, 128, 256), wave_fill(p, 128, 192))
+      return fills_waves(p, kWaveFillGain * std::max(wave_fill(p, 128, 256), wave_fill(p, 128, 192)))
                  ? kWaveFillTransposedPriority
                  : kNotWaveFillPriority;
     if constexpr (kOneWavePair) {
@@ -330,6 +324,15 @@ class CutlassSm90Gemm : public GemmKernel {
     const int64_t waves = (tiles + sms - 1) / sms;
     return static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.batch) /
            (static_cast<double>(waves * sms) * static_cast<double>(tile_m * tile_n));
+  }
+  // wave_fill of the kernel's own tiles, in the user's D (a tile of D^T is kTileN x kTileM of D).
+  static double own_wave_fill(const GemmProblem& p) {
+    return kTransposed ? wave_fill(p, kTileN, kTileM) : wave_fill(p, kTileM, kTileN);
+  }
+  // Whether the kernel's tiles fill at least half the SMs and their waves compute at least `fill` of
+  // the output (the wave-fill rules: 128x192 tiles of D and of D^T, 192x192 tiles).
+  static bool fills_waves(const GemmProblem& p, double fill) {
+    return 2 * tiles_of(p) >= sm_count_of(p) && own_wave_fill(p) >= fill;
   }
   static int64_t split_k_slices(const GemmProblem& p) {
     if (p.batch != 1 || p.k <= 0 || p.m <= 0 || p.n <= 0) return 0;
