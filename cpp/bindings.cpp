@@ -9,6 +9,7 @@
 #include <atomic>
 #include <stdexcept>
 
+#include "aten_router.h"
 #include "heuristics.h"
 #include "plan_cache.h"
 #include "registry.h"
@@ -56,23 +57,6 @@ void warn_once_if_not_hopper(const GemmProblem& p, const GemmKernel& k) {
                           ", the CUTLASS kernels are built for sm_90 (H100/H200); every call runs the fallback kernel";
   if (PyErr_WarnEx(PyExc_RuntimeWarning, msg.c_str(), 2) < 0) throw py::error_already_set();
 }
-
-// Runs on `device` and puts the thread's current device back afterwards (CUTLASS sets kernel
-// attributes and launches on the current device).
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device) {
-    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
-    if (previous_ != device) cudaSetDevice(device);
-  }
-  ~DeviceGuard() {
-    int now = -1;
-    if (previous_ >= 0 && cudaGetDevice(&now) == cudaSuccess && now != previous_) cudaSetDevice(previous_);
-  }
-
- private:
-  int previous_ = -1;
-};
 
 // pycutlass_gemm.autotune's tuner: called as tuner(a, b, c, out, alpha, beta, precision,
 // deterministic, key) on the first call of a class that is not tuned yet; it times the candidates
@@ -275,6 +259,19 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_tuned", &set_tuned, "Records the tuned kernel of a class (tune_key) and forgets cached plans.");
   m.def("tuned_kernel", &tuned_kernel);
   m.def("clear_tuned", &clear_tuned);
+  m.def("aten_router_load", &aten_router::load, py::arg("library_paths"), py::arg("ad_inplace_or_view_key"),
+        "Finds torch's stable C ABI for enable()'s C++ kernels of aten::mm / aten::bmm: '' or why not.");
+  m.def("aten_router_register", &aten_router::set_registered, py::arg("on"), py::arg("float32") = false,
+        "Registers (True) or removes (False) the C++ kernels of aten::mm / aten::bmm at ADInplaceOrView; "
+        "float32: they take float32 products too.");
+  m.def("aten_router_can_take_float32", &aten_router::can_take_float32);
+  m.def("aten_router_set_float32_precision", &aten_router::set_float32_precision,
+        "set_float32_precision's choice as _C's precision code (-1: torch's TF32 switch decides).");
+  m.def("aten_router_registered", &aten_router::registered);
+  m.def("aten_router_counts", [] {
+    const aten_router::Counts c = aten_router::counts();
+    return py::make_tuple(c.launched, c.handed_on);
+  }, "(products the C++ kernels launched, products they handed on to torch) since import.");
   m.def("driver_version", [] {
     int v = 0;
     if (cudaDriverGetVersion(&v) != cudaSuccess) cudaGetLastError();

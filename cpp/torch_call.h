@@ -9,6 +9,7 @@
 //  - Mode::Plan:  plan() / can_run(): any device; tensors off the GPU are planned for `arch`.
 #pragma once
 
+#include <cuda_runtime.h>
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
@@ -59,6 +60,23 @@ std::pair<int, int> device_props(int index);
 // The name of CUDA device `index` as the driver reports it, read once per device; nullptr where
 // there is no such device. The pointer stays valid for the life of the process.
 const char* device_name(int index);
+
+// Runs on `device` and puts the thread's current device back afterwards (CUTLASS sets kernel
+// attributes and launches on the current device).
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    if (previous_ != device) cudaSetDevice(device);
+  }
+  ~DeviceGuard() {
+    int now = -1;
+    if (previous_ >= 0 && cudaGetDevice(&now) == cudaSuccess && now != previous_) cudaSetDevice(previous_);
+  }
+
+ private:
+  int previous_ = -1;
+};
 
 // The current torch stream of `device`, as a cudaStream_t value.
 uintptr_t current_stream(int device);

@@ -1,7 +1,7 @@
 """The "model" section: whole training steps, pycutlass_gemm against torch.
 
 (i) a 3-layer MLP (``h = relu(h @ w.T)``), with ``pycutlass_gemm.matmul`` in place of
-``torch.matmul``, in bf16 and tf32; (ii) ``torch.nn.TransformerEncoderLayer`` in bf16, plain and
+``torch.matmul`` and with torch.matmul under ``pycutlass_gemm.enable()``, in bf16 and tf32; (ii) ``torch.nn.TransformerEncoderLayer`` in bf16, plain and
 under ``pycutlass_gemm.enable()`` (which routes torch's matmul family and F.linear through the
 package), eager and compiled. A step is forward, ``.float().square().mean()``, backward; it is
 timed on an idle GPU with CUDA events around the whole step (host work included, as a training
@@ -100,8 +100,20 @@ def _mlp_forward(x, weights, mm):
     return h
 
 
-def mlp_variants(precision: str) -> list[Variant]:
-    """torch.matmul and pycutlass_gemm.matmul on the same X and weights (bf16, or fp32 as tf32)."""
+def _enabled(tf32: bool) -> ContextManager:
+    """enable() for the MLP's dtype: bf16 takes its default (C++ kernels for aten::mm where torch
+    allows them); fp32 must be routed explicitly, as tf32 under torch's switch like the torch row."""
+    if not tf32:
+        return _api.enable()
+    stack = contextlib.ExitStack()
+    stack.enter_context(torch_matmul_precision(True))
+    stack.enter_context(_api.enable(dtypes=(torch.bfloat16, torch.float16, torch.float32)))
+    return stack
+
+
+def mlp_variants(precision: str, with_enable: bool = True) -> list[Variant]:
+    """torch.matmul, pycutlass_gemm.matmul and (`with_enable`) torch.matmul under enable() on the
+    same X and weights (bf16, or fp32 as tf32)."""
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
     g = torch.Generator(device=cases.DEVICE).manual_seed(0)
     x = torch.randn(MLP.tokens, MLP.width, generator=g, device=cases.DEVICE).to(dtype)
@@ -116,7 +128,12 @@ def mlp_variants(precision: str) -> list[Variant]:
     pg_v = Variant(ModelRow(name, precision, "pg.matmul", target=TARGET),
                    lambda: _training_step(lambda: _mlp_forward(x, weights, pg_mm), weights),
                    contextlib.nullcontext, weights, reference=torch_v)
-    return [torch_v, pg_v]
+    if not with_enable:
+        return [torch_v, pg_v]
+    enable_v = Variant(ModelRow(name, precision, "enable()", target=TARGET),
+                       lambda: _training_step(lambda: _mlp_forward(x, weights, torch.matmul), weights),
+                       functools.partial(_enabled, tf32), weights, reference=torch_v)
+    return [torch_v, pg_v, enable_v]
 
 
 def encoder_variants(compiled: bool) -> list[Variant]:
@@ -228,17 +245,18 @@ def measure(variants: Sequence[Variant], settings: Settings, progress) -> list[M
 
 def model_steps(quick: bool) -> int:
     """Progress steps: each variant, and one timing step per model and precision."""
-    return 2 * 3 + (2 if quick else 4) + 1
+    return 2 * 4 + (2 if quick else 4) + 1
 
 
 def run_model(quick: bool, settings: Settings, progress) -> list[ModelRow]:
     """The MLP in bf16 and tf32, then the encoder layer (eager only with --quick: compiling takes
     about a minute); the encoder part is one SKIP row when this build has no enable()."""
     rows = []
+    has_enable = callable(getattr(_api, "enable", None))
     for precision in ("bf16", "tf32"):
-        rows += measure(mlp_variants(precision), settings, progress)
+        rows += measure(mlp_variants(precision, has_enable), settings, progress)
         torch.cuda.empty_cache()
-    if not callable(getattr(_api, "enable", None)):
+    if not has_enable:
         rows.append(ModelRow("encoder layer", "bf16", "enable()", status="SKIP",
                              message="pycutlass_gemm.enable() does not exist in this build (older API)"))
         return rows

@@ -74,9 +74,9 @@ def set_float32_precision(precision: str | None) -> None:
     switch, as torch.matmul does. A model can so run on tf32x3 without passing ``precision``
     everywhere. IEEE stays IEEE: nothing runs tf32x3 unless asked, here or per call."""
     global _float32_precision
-    if precision is not None:
-        _code_of(precision)  # raises for an unknown one
+    code = -1 if precision is None else _code_of(precision)  # raises for an unknown one
     _float32_precision = precision
+    _C.aten_router_set_float32_precision(code)  # enable()'s C++ kernels read it there
 
 
 def get_float32_precision() -> str | None:

@@ -21,18 +21,26 @@ float32 is not routed by default: the package's IEEE fp32 kernels run at 0.8-0.9
 ``set_float32_precision`` when set, else torch's TF32 switch, as ``gemm`` does; with
 ``set_float32_precision("tf32x3")`` the routed fp32 products run the tf32x3 kernels, 1.8-1.9x
 SGEMM on the H100 at SGEMM's accuracy or better).
+
+Where torch exports its stable C ABI (2.11 and 2.13 do), ``aten::mm`` and ``aten::bmm`` -- a model's
+backward is made of them -- get C++ kernels instead of the Python ones (aten_router.h): a routed
+product then costs the host what torch's own mm costs, not a call into Python. addmm / baddbmm
+(whose Scalar arguments the stable ABI cannot pass) and the out= forms keep the Python kernels
+below.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import warnings
 
 import torch
 
-from .launch import launch, launchable
+from .launch import _C, launch, launchable
 
 DEFAULT_DTYPES = (torch.bfloat16, torch.float16)
+_CXX_DTYPES = frozenset(DEFAULT_DTYPES)  # what the C++ kernels take; float32 too where torch exports its TF32 switch
 _ATEN = torch.ops.aten
 _BELOW = torch._C._after_ADInplaceOrView_keyset  # where a handed-on call continues: the CUDA kernels
 
@@ -42,18 +50,27 @@ class _Router:
 
     def __init__(self, dtypes):
         self.dtypes = frozenset(dtypes)
+        self.float32 = torch.float32 in self.dtypes
+        self.cxx = (cxx_kernels_unavailable() == "" and self.dtypes <= _CXX_DTYPES | {torch.float32}
+                    and (not self.float32 or _C.aten_router_can_take_float32()))
         self.lib = torch.library.Library("aten", "IMPL")
         kernels = {
-            "mm": self.mm, "mm.out": self.mm_out, "bmm": self.mm, "bmm.out": self.mm_out,
+            "mm.out": self.mm_out, "bmm.out": self.mm_out,
             "addmm": self.addmm, "addmm.out": self.addmm_out, "addmm_": self.addmm_,
             "baddbmm": self.addmm, "baddbmm.out": self.addmm_out, "baddbmm_": self.addmm_,
         }
+        if not self.cxx:
+            kernels.update({"mm": self.mm, "bmm": self.mm})
         with warnings.catch_warnings():  # "overriding a previously registered kernel": that is the point
             warnings.simplefilter("ignore")
             for name, fn in kernels.items():
                 self.lib.impl(name, fn, "ADInplaceOrView", with_keyset=True)
+            if self.cxx:
+                _C.aten_router_register(True, float32=self.float32)
 
     def close(self):
+        if self.cxx:
+            _C.aten_router_register(False)
         self.lib._destroy()  # torch's own kernels are the registered ones again
 
     def _gemm(self, a, b, c=None, alpha=1.0, beta=0.0, out=None):
@@ -129,10 +146,11 @@ def enable(dtypes=DEFAULT_DTYPES) -> _Enabled:
     ``with enable():`` it ends with the block. Calls nest: routing ends with the outermost."""
     global _router, _depth
     with _lock:
+        if _router is not None and _router.dtypes != frozenset(dtypes):
+            _router.close()  # the new dtypes may need the other kernels (C++ or Python)
+            _router = None
         if _router is None:
             _router = _Router(dtypes)
-        else:
-            _router.dtypes = frozenset(dtypes)
         _depth += 1
     return _Enabled()
 
@@ -147,6 +165,17 @@ def disable() -> None:
         if _depth == 0:
             _router.close()
             _router = None
+
+
+def cxx_kernels_unavailable() -> str:
+    """"" where enable() can register C++ kernels for aten::mm / aten::bmm, else why not (the
+    environment variable PYCUTLASS_GEMM_PYTHON_ROUTING=1 keeps the Python ones, for comparison)."""
+    if os.environ.get("PYCUTLASS_GEMM_PYTHON_ROUTING", "0") not in ("", "0"):
+        return "PYCUTLASS_GEMM_PYTHON_ROUTING is set"
+    lib = os.path.join(os.path.dirname(torch.__file__), "lib")
+    key = getattr(torch._C.DispatchKey, "ADInplaceOrView", None)
+    return _C.aten_router_load([os.path.join(lib, name) for name in ("libtorch_cpu.so", "libc10.so", "libtorch_cuda.so")],
+                               key.value if key is not None else 0)
 
 
 def enabled() -> bool:

@@ -86,3 +86,19 @@ class WallClockEvent:
 
     def elapsed_time(self, end):
         return (end.t - self.t) * 1e3
+
+
+@pytest.fixture(params=["cxx", "python"])
+def routing(request, monkeypatch):
+    """enable() with its C++ kernels of aten::mm / aten::bmm (where torch exports its stable C ABI)
+    and with the Python kernels only."""
+    import pycutlass_gemm as pg
+    from pycutlass_gemm import routing as r
+
+    if request.param == "python":
+        monkeypatch.setenv("PYCUTLASS_GEMM_PYTHON_ROUTING", "1")
+    elif r.cxx_kernels_unavailable():
+        pytest.skip(f"no C++ kernels for enable(): {r.cxx_kernels_unavailable()}")
+    yield request.param
+    while pg.enabled():
+        pg.disable()

@@ -224,7 +224,8 @@ def test_sections_on_cpu_run_report_and_write_json(monkeypatch, tmp_path, capsys
     for name, value in (("kernels", lambda: FAKE_KERNELS), ("gemm", _right_gemm),
                         ("matmul", lambda a, b, *, precision=None: torch.matmul(a, b)),
                         ("plan", lambda a, b, **kw: {"kernel": "sm90_bf16_tn", "reason": "fake"}),
-                        ("can_run", lambda name, a, b, **kw: ""), ("enable", contextlib.nullcontext)):
+                        ("can_run", lambda name, a, b, **kw: ""),
+                        ("enable", lambda *args, **kwargs: contextlib.nullcontext())):
         monkeypatch.setattr(_api, name, value, raising=False)
     allow_tf32 = torch.backends.cuda.matmul.allow_tf32
 
@@ -252,7 +253,8 @@ def test_sections_on_cpu_run_report_and_write_json(monkeypatch, tmp_path, capsys
     assert all(r["auto_call_ms"] > 0 and r["x_torch_kernel"] > 0 and r["drift"] is not None for r in data["call_time"])
     variants = [(r["model"].split()[0], r["precision"], r["variant"], r["status"]) for r in data["model"]]
     assert variants == [("MLP", "bf16", "torch.matmul", "ok"), ("MLP", "bf16", "pg.matmul", "ok"),
-                        ("MLP", "tf32", "torch.matmul", "ok"), ("MLP", "tf32", "pg.matmul", "ok"),
+                        ("MLP", "bf16", "enable()", "ok"), ("MLP", "tf32", "torch.matmul", "ok"),
+                        ("MLP", "tf32", "pg.matmul", "ok"), ("MLP", "tf32", "enable()", "ok"),
                         ("encoder", "bf16", "torch eager", "ok"), ("encoder", "bf16", "enable() eager", "ok")]
     for r in data["model"]:
         assert r["ms"] > 0 and r["wall_ms"] > 0 and r["runs"] >= 3 and r["x_torch"] > 0

@@ -93,7 +93,7 @@ def test_empty_problem_with_a_named_kernel_that_cannot_run_it_raises():
 
 
 @pytest.mark.parametrize("device", ["cpu", "meta"])
-def test_enable_passes_through_what_it_does_not_take(device):
+def test_enable_passes_through_what_it_does_not_take(device, routing):
     x, w = torch.randn(8, 16, device=device), torch.randn(4, 16, device=device)
     bias = torch.randn(4, device=device)
     expected = None if device == "meta" else (x @ w.T, F.linear(x, w, bias), torch.addmm(bias, x, w.T))
@@ -107,7 +107,7 @@ def test_enable_passes_through_what_it_does_not_take(device):
             assert torch.equal(g, e)
 
 
-def test_enable_and_disable_nest():
+def test_enable_and_disable_nest(routing):
     assert not pg.enabled()
     pg.enable()
     with pg.enable():
@@ -120,10 +120,49 @@ def test_enable_and_disable_nest():
     assert torch.equal(x @ x.T, torch.mm(x, x.T)), "torch's own kernels again"
 
 
-def test_enable_keeps_torch_errors_and_autograd_on_cpu():
+def test_enable_keeps_torch_errors_and_autograd_on_cpu(routing):
     with pg.enable():
         with pytest.raises(RuntimeError):
             torch.mm(torch.randn(2, 3), torch.randn(4, 5))
         a = torch.randn(4, 5, requires_grad=True)
         (a @ torch.randn(5, 3)).sum().backward()
     assert a.grad.shape == (4, 5)
+
+
+def test_enable_registers_cxx_kernels_only_where_they_apply(routing):
+    """aten::mm / aten::bmm get the C++ kernels (float32 too where torch exports its TF32 switch);
+    a dtype they do not take keeps the Python kernels; disable() removes them."""
+    with pg.enable():
+        assert _C.aten_router_registered() == (routing == "cxx")
+        with pg.enable(dtypes=(torch.bfloat16, torch.float16, torch.float32)):
+            assert _C.aten_router_registered() == (routing == "cxx" and _C.aten_router_can_take_float32())
+            x = torch.randn(3, 4)
+            assert torch.equal(x @ x.T, torch.mm(x, x.T))
+        with pg.enable(dtypes=(torch.float64,)):
+            assert not _C.aten_router_registered()
+    assert not _C.aten_router_registered() and not pg.enabled()
+
+
+def test_cxx_kernels_hand_on_what_torch_must_see(routing):
+    """The C++ kernels hand CPU products on to torch (counted), keep torch's errors, and leave a
+    dispatch mode's view of the call intact: FlopCounterMode still counts aten::mm."""
+    if routing != "cxx":
+        pytest.skip("C++ kernels only")
+    from torch.utils.flop_counter import FlopCounterMode
+
+    a, b = torch.randn(6, 5), torch.randn(5, 7)
+    expected = a.double() @ b.double()
+    launched, handed_on = _C.aten_router_counts()
+    with pg.enable():
+        got = [a @ b, torch.bmm(a[None], b[None])[0]]
+        with FlopCounterMode(display=False) as flops:
+            a @ b
+        with torch._C._AutoDispatchBelowAutograd():  # reached without autograd's guard: no recursion
+            got.append(torch.mm(a, b))
+        with pytest.raises(RuntimeError, match="batch2 must be a 3D tensor"):
+            torch.bmm(a[None], b)
+    assert flops.get_total_flops() == 2 * 6 * 5 * 7
+    for g in got:
+        assert torch.allclose(g.double(), expected, rtol=1e-5, atol=1e-5)
+    now = _C.aten_router_counts()
+    assert now[0] == launched and now[1] - handed_on >= 4, (launched, handed_on, now)

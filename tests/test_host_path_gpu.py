@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 import pycutlass_gemm as pg
+from pycutlass_gemm import _C
 from conftest import HAS_CUDA, matrix, rel, rel_error, tolerance
 
 pytestmark = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
@@ -29,7 +30,7 @@ def run_model(model, x):
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_enable_runs_a_torch_nn_model_like_torch(dtype):
+def test_enable_runs_a_torch_nn_model_like_torch(dtype, routing):
     """Output and gradients under enable() are as close to a float64 run of the same model as
     torch's own are (within 2x torch's error plus rounding of the 16-bit result)."""
     model = mlp(dtype)
@@ -44,20 +45,43 @@ def test_enable_runs_a_torch_nn_model_like_torch(dtype):
         assert rel(mine, ref) <= 2 * rel(theirs, ref) + 4e-3, what
 
 
-@pytest.fixture
-def routed(monkeypatch):
-    """Counts the products enable()'s kernels ran on the package (not handed on to torch)."""
-    import pycutlass_gemm.routing as routing
+class Routed:
+    """Products enable()'s kernels ran on the package, and those they handed on to torch: the Python
+    kernels' (counted by wrapping _Router._gemm) and the C++ kernels' (their own counters)."""
 
-    counts = []
-    original = routing._Router._gemm
+    def __init__(self):
+        self.python = []
+        self.reset()
+
+    def reset(self):
+        self.python.clear()
+        self.cxx_start = _C.aten_router_counts()
+
+    @property
+    def launched(self):
+        return sum(self.python) + _C.aten_router_counts()[0] - self.cxx_start[0]
+
+    @property
+    def handed_on(self):
+        return self.python.count(False) + _C.aten_router_counts()[1] - self.cxx_start[1]
+
+    def __repr__(self):
+        return f"Routed(launched={self.launched}, handed_on={self.handed_on})"
+
+
+@pytest.fixture
+def routed(monkeypatch, routing):
+    import pycutlass_gemm.routing as routing_module
+
+    counts = Routed()
+    original = routing_module._Router._gemm
 
     def counting(self, *args, **kwargs):
         result = original(self, *args, **kwargs)
-        counts.append(result is not None)
+        counts.python.append(result is not None)
         return result
 
-    monkeypatch.setattr(routing._Router, "_gemm", counting)
+    monkeypatch.setattr(routing_module._Router, "_gemm", counting)
     return counts
 
 
@@ -76,15 +100,15 @@ def test_enable_routes_products_through_the_package(routed):
             "addmm_": c.clone().addmm_(a, b, beta=0.0),
         }
         expected_2x = results.pop("addmm") / 2
-    assert all(routed) and len(routed) >= 10, routed
+    assert routed.handed_on == 0 and routed.launched >= 10, routed
     for name, r in results.items():
         assert rel(r, ref) < 2e-2, name
     assert rel(expected_2x, ref) < 2e-2
-    routed.clear()
+    routed.reset()
     x = torch.randn(8, 4, device="cuda")  # float32 is not routed by default; CPU never is
     with pg.enable():
         x @ x.T, torch.randn(3, 3) @ torch.randn(3, 3)
-    assert not any(routed)
+    assert routed.launched == 0 and routed.handed_on >= 2, routed
 
 
 def test_enable_routes_backward_and_attention(routed):
@@ -92,7 +116,7 @@ def test_enable_routes_backward_and_attention(routed):
     q = torch.randn(10, 2, 64, device="cuda", dtype=torch.bfloat16, requires_grad=True)
     with pg.enable():
         mha(q, q, q)[0].float().sum().backward()
-    assert sum(routed) >= 6, routed  # in/out projections forward and their weight and input gradients
+    assert routed.launched >= 6, routed  # in/out projections forward and their weight and input gradients
 
 
 def test_compile_under_enable(routed):
@@ -105,9 +129,9 @@ def test_compile_under_enable(routed):
     with pg.enable():
         compiled = torch.compile(model, fullgraph=True)
         got = compiled(x)
-        routed.clear()
+        routed.reset()
         got = compiled(x)
-    assert any(routed), "the compiled graph's products ran on torch"
+    assert routed.launched > 0, f"the compiled graph's products ran on torch: {routed}"
     assert rel(got, expected) < 1e-2
 
 
@@ -162,6 +186,25 @@ def test_second_device():
     assert rel_error(out2, a, b) < tolerance(torch.bfloat16, "ieee", 512)
 
 
+def test_enable_on_second_device(routed):
+    """enable()'s kernels (C++ and Python) launch on the operands' device and its current stream."""
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two GPUs")
+    a = matrix(256, 512, "col", torch.bfloat16, device="cuda:1")
+    b = matrix(512, 384, "row", torch.bfloat16, device="cuda:1")
+    with pg.enable():
+        out = a @ b  # device 0 current
+        with torch.cuda.device(1), torch.cuda.stream(torch.cuda.Stream(1)):
+            torch.cuda._sleep(2_000_000)  # on another stream the product would finish first
+            out2 = torch.mm(a, b)
+            done = torch.cuda.Event()
+            done.record()
+    done.synchronize()
+    assert out.device == out2.device == torch.device("cuda:1") and routed.launched == 2, routed
+    for o in (out, out2):
+        assert rel_error(o, a, b) < tolerance(torch.bfloat16, "ieee", 512)
+
+
 def test_named_kernel_that_cannot_run_an_empty_problem_raises():
     a, b = torch.empty(0, 64, device="cuda"), torch.empty(64, 32, device="cuda")
     bf16_kernel = next((k["name"] for k in pg.kernels() if k["dtype"] == "bfloat16" and k["family"] != "fallback"
@@ -202,3 +245,24 @@ def test_bad_input_leaves_the_context_usable():
     out = pg.gemm(a, torch.randn(32, 16, device="cuda"))
     torch.cuda.synchronize()
     assert torch.isfinite(out).all()
+
+
+def test_enable_float32_follows_the_precision_switches(routed):
+    """Routed float32 products run as torch.matmul would: IEEE with TF32 off, tf32 with it on, and
+    set_float32_precision's choice over both (the C++ kernels read the same switches)."""
+    a, b = torch.randn(256, 512, device="cuda"), torch.randn(512, 384, device="cuda")
+    ref = a.double() @ b.double()
+    allow_tf32 = torch.backends.cuda.matmul.allow_tf32
+    errors = {}
+    try:
+        with pg.enable(dtypes=(torch.bfloat16, torch.float16, torch.float32)):
+            for name, tf32_switch, package in (("ieee", False, None), ("tf32", True, None), ("ieee over tf32", True, "ieee")):
+                torch.backends.cuda.matmul.allow_tf32 = tf32_switch
+                pg.set_float32_precision(package)
+                errors[name] = rel(a @ b, ref)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = allow_tf32
+        pg.set_float32_precision(None)
+    assert routed.launched == 3 and routed.handed_on == 0, routed
+    assert errors["ieee"] < 1e-6 and errors["ieee over tf32"] < 1e-6, errors
+    assert 1e-5 < errors["tf32"] < 2e-3, errors
