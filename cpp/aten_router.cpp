@@ -74,7 +74,12 @@ struct Abi {
 Abi abi;
 std::mutex registration_mutex;
 TorchLibraryHandle library = nullptr;  // the registration; deleting it restores torch's kernels
+bool kept = false;                     // the package's own autograd uses the kernels: registered for good
+std::atomic<bool> take_all{false};       // enable(): every product of a routed dtype
 std::atomic<bool> takes_float32{false};  // enable() routes float32 too
+// >= 0: this thread's products are the package's (pycutlass_gemm.matmul's forward, and its backward
+// node between the hooks gemm.py sets), float32 ones at this Precision; -1: only take_all decides.
+thread_local int take_here = -1;
 std::atomic<int> float32_precision{-1};   // set_float32_precision's Precision; -1: torch's switch decides
 std::atomic<uint64_t> launched{0}, handed_on{0};
 
@@ -162,10 +167,13 @@ Precision float32_precision_now() {
   return abi.allow_tf32_cublas(abi.global_context()) ? Precision::Tf32 : Precision::Ieee;
 }
 
-// The product on the package, or 0 where torch should compute it (as routing.py's _gemm decides:
-// CUDA tensors of a routed dtype, a problem some kernel other than the fallback runs).
-StableIValue try_launch(const Operand& a, const Operand& b, bool batched) {
-  const bool routed_dtype = a.dtype == abi.bf16 || a.dtype == abi.f16 || (a.dtype == abi.f32 && takes_float32);
+// The product on the package, or 0 where torch should compute it. Under enable() (here < 0) as
+// routing.py's _gemm decides: CUDA tensors of a routed dtype, a problem some kernel other than
+// the fallback runs. For the package's own calls (here >= 0: float32 at that Precision) any
+// kernel, the fallback too, as gemm() would run.
+StableIValue try_launch(const Operand& a, const Operand& b, bool batched, int here) {
+  const bool routed_dtype =
+      a.dtype == abi.bf16 || a.dtype == abi.f16 || (a.dtype == abi.f32 && (here >= 0 || takes_float32));
   if (abi.current_cuda_stream == nullptr || a.device_type != abi.cuda || b.device_type != abi.cuda ||
       a.device_index != b.device_index || a.dtype != b.dtype || !routed_dtype)
     return 0;
@@ -176,7 +184,7 @@ StableIValue try_launch(const Operand& a, const Operand& b, bool batched) {
   const int64_t dim = batched ? 3 : 2;
   GemmProblem p;
   p.dtype = a.dtype == abi.bf16 ? DType::BF16 : a.dtype == abi.f16 ? DType::F16 : DType::F32;
-  if (p.dtype == DType::F32) p.precision = float32_precision_now();
+  if (p.dtype == DType::F32) p.precision = here >= 0 ? static_cast<Precision>(here) : float32_precision_now();
   p.batch = batched ? a.size[0] : 1;
   p.m = a.size[dim - 2], p.n = b.size[dim - 1], p.k = a.size[dim - 1];
   if (is_empty(p)) return 0;
@@ -189,7 +197,7 @@ StableIValue try_launch(const Operand& a, const Operand& b, bool batched) {
   p.device_name = device_name(device);
   // Autotuning needs Python (it times candidates on Python tensors): the plan as it stands runs.
   const std::shared_ptr<const CachedPlan> plan = cached_plan(p, "auto");
-  if (plan->kernel == nullptr || plan->kernel->info().family == "fallback") return 0;
+  if (plan->kernel == nullptr || (here < 0 && plan->kernel->info().family == "fallback")) return 0;
 
   const int64_t size[3] = {p.batch, p.m, p.n}, stride[3] = {p.m * p.n, p.n, 1};
   NewTensor out(dim, size + 3 - dim, stride + 3 - dim, a.dtype, device);
@@ -229,9 +237,11 @@ void hand_on(const char* op, StableIValue* stack, Operand& a, Operand& b) {
 
 void route(StableIValue* stack, bool batched) {
   Operand a(stack[0]), b(stack[1]);
-  if (!abi.any_dispatch_modes(false) && a.read_shape() && b.read_shape()) {
+  const int here = take_here;
+  if ((here >= 0 || take_all.load(std::memory_order_relaxed)) && !abi.any_dispatch_modes(false) && a.read_shape() &&
+      b.read_shape()) {
     check_like_torch(a, b, batched);
-    if (const StableIValue out = try_launch(a, b, batched)) {
+    if (const StableIValue out = try_launch(a, b, batched, here)) {
       ++launched;
       stack[0] = out;
       return;
@@ -309,13 +319,13 @@ bool can_take_float32() { return abi.allow_tf32_cublas != nullptr; }
 
 void set_float32_precision(int precision) { float32_precision = precision; }
 
-void set_registered(bool on, bool float32) {
-  std::lock_guard lock(registration_mutex);
-  if (float32 && !can_take_float32())
-    throw std::invalid_argument("pycutlass_gemm.enable(): this torch does not export its TF32 switch to C++");
-  takes_float32 = float32;
-  if (on == (library != nullptr)) return;
-  if (!on) {
+namespace {
+
+// Registered while enable() routes or for good once kept (registration_mutex held).
+void update_registration() {
+  const bool want = take_all || kept;
+  if (want == (library != nullptr)) return;
+  if (!want) {
     abi.delete_library_object(library);
     library = nullptr;
     return;
@@ -324,10 +334,31 @@ void set_registered(bool on, bool float32) {
   if (abi.library_init_impl("aten", "ADInplaceOrView", __FILE__, __LINE__, &lib) != 0 ||
       abi.library_impl(lib, "mm", &mm_kernel) != 0 || abi.library_impl(lib, "bmm", &bmm_kernel) != 0) {
     if (lib != nullptr) abi.delete_library_object(lib);
-    throw std::runtime_error("pycutlass_gemm.enable(): torch refused the C++ kernels of aten::mm / aten::bmm");
+    throw std::runtime_error("pycutlass_gemm: torch refused the C++ kernels of aten::mm / aten::bmm");
   }
   library = lib;
 }
+
+}  // namespace
+
+void route_all(bool on, bool float32) {
+  std::lock_guard lock(registration_mutex);
+  if (float32 && !can_take_float32())
+    throw std::invalid_argument("pycutlass_gemm.enable(): this torch does not export its TF32 switch to C++");
+  takes_float32 = float32;
+  take_all = on;
+  update_registration();
+}
+
+bool routes_all() { return take_all; }
+
+void keep_registered() {
+  std::lock_guard lock(registration_mutex);
+  kept = true;
+  update_registration();
+}
+
+void take_products_here(int precision) { take_here = precision; }
 
 bool registered() {
   std::lock_guard lock(registration_mutex);

@@ -26,10 +26,20 @@ namespace pycutlass_gemm::aten_router {
 // why not. Once per process; later calls return the first answer.
 std::string load(const std::vector<std::string>& library_paths, int ad_inplace_or_view_key);
 
-// Registers (true) or removes (false) the C++ kernels; load() must have returned "". `float32`:
-// they take float32 products too (can_take_float32() must hold).
-void set_registered(bool on, bool float32);
+// The kernels are registered while enable() routes (route_all) or, once the package's own
+// autograd has used them (keep_registered), for the rest of the process; load() must have
+// returned "". Registered but not routing, they hand every call on unless the calling thread
+// asked for it (take_products_here): a cost of ~0.4 us a torch.mm, nothing else.
+//
+// route_all: enable() on or off; `float32`: float32 products too (can_take_float32() must hold).
+void route_all(bool on, bool float32);
+bool routes_all();
+void keep_registered();
 bool registered();
+// This thread's products are the package's until called with -1: pycutlass_gemm.matmul's forward
+// (torch's autograd records aten::mm, the package computes it) and, through hooks on the node
+// recorded, its backward. `precision` (a Precision value) is what float32 products run as.
+void take_products_here(int precision);
 // Whether this torch exports the TF32 switch the float32 products follow.
 bool can_take_float32();
 // set_float32_precision's choice as a Precision value; -1: none (torch's switch decides).

@@ -261,9 +261,13 @@ PYBIND11_MODULE(_C, m) {
   m.def("clear_tuned", &clear_tuned);
   m.def("aten_router_load", &aten_router::load, py::arg("library_paths"), py::arg("ad_inplace_or_view_key"),
         "Finds torch's stable C ABI for enable()'s C++ kernels of aten::mm / aten::bmm: '' or why not.");
-  m.def("aten_router_register", &aten_router::set_registered, py::arg("on"), py::arg("float32") = false,
-        "Registers (True) or removes (False) the C++ kernels of aten::mm / aten::bmm at ADInplaceOrView; "
-        "float32: they take float32 products too.");
+  m.def("aten_router_route_all", &aten_router::route_all, py::arg("on"), py::arg("float32") = false,
+        "enable()'s routing of aten::mm / aten::bmm by the C++ kernels on or off; float32: float32 products too.");
+  m.def("aten_router_routes_all", &aten_router::routes_all);
+  m.def("aten_router_keep", &aten_router::keep_registered,
+        "Keeps the C++ kernels registered for good (the package's autograd records aten::mm through them).");
+  m.def("aten_router_take_here", &aten_router::take_products_here, py::arg("precision"),
+        "This thread's aten::mm / aten::bmm run on the package (float32 at this precision code) until -1.");
   m.def("aten_router_can_take_float32", &aten_router::can_take_float32);
   m.def("aten_router_set_float32_precision", &aten_router::set_float32_precision,
         "set_float32_precision's choice as _C's precision code (-1: torch's TF32 switch decides).");

@@ -33,7 +33,9 @@ HOST_CALLS, QUICK_HOST_CALLS = 300, 100      # back-to-back calls per sample
 HOST_ROUNDS, QUICK_HOST_ROUNDS = 15, 5       # samples of each side, pg and torch alternating
 HOST_WARMUP_CALLS = 50
 GEMM_TARGET, OUT_TARGET = 1.3, 1.2           # pg / torch per call, at most (the tracker's targets)
-CALL_TIME_TARGET = 0.03                      # |call-time ratio / kernel-time ratio - 1|, at most
+# The caller must see the kernel's ratio: call-time ratio / kernel-time ratio - 1 at least -3%. A
+# larger call-time ratio (the package's host path cheaper than torch's) is no miss.
+CALL_TIME_TARGET = 0.03
 
 
 @dataclass
@@ -180,8 +182,8 @@ def format_call_time(rows: Sequence[CallTimeRow]) -> list[str]:
              "kernel: the table's timing (flush hides host work); same call (out=) and same rounds")
     table = []
     for r in rows:
-        met = None if r.drift is None else abs(r.drift) <= CALL_TIME_TARGET
-        target = f"within {CALL_TIME_TARGET:.0%} " + ("-" if met is None else "ok" if met else "MISS")
+        met = None if r.drift is None else r.drift >= -CALL_TIME_TARGET
+        target = f">= -{CALL_TIME_TARGET:.0%} " + ("-" if met is None else "ok" if met else "MISS")
         table.append([r.workload, r.precision, r.kernel, fmt_value(r.auto_kernel_ms, ".3f"), fmt_value(r.auto_call_ms, ".3f"),
                       fmt_value(r.torch_kernel_ms, ".3f"), fmt_value(r.torch_call_ms, ".3f"), fmt_value(r.x_torch_kernel, ".2f", "x"),
                       fmt_value(r.x_torch_call, ".2f", "x"), fmt_value(None if r.drift is None else 100 * r.drift, "+.1f", "%"),

@@ -5,7 +5,11 @@ dB = alpha * op(A)^T dD: ``.T`` views, so each is one more layout variant of the
 never a transposing copy.
 
 The path a call takes, cheapest first: no input needs a gradient -> ``launch`` (one C++ call);
-a gradient is needed -> a ``torch.autograd.Function`` around ``launch``, whose backward of a 2-D
+a plain product of 2-D CUDA tensors that needs a gradient -> ``torch.mm`` with this thread's
+products taken by the package's C++ kernel of aten::mm (aten_router.h): torch's own C++ autograd
+records the node, and hooks on it hand its backward's products to the package too (no Python
+autograd node; the gradients' own graph under create_graph is torch's); otherwise a gradient is
+needed -> a ``torch.autograd.Function`` around ``launch``, whose backward of a 2-D
 product is again one C++ call (``_C.mm_grads``: both products, no transposed views, each gradient
 laid out like its operand as torch's own mm backward does, so AccumulateGrad keeps it without
 the copy a row-major gradient of a ``w.T`` costs); torch.compile is tracing,
@@ -21,6 +25,7 @@ import torch
 from . import _C
 from .launch import _PLAIN_TENSORS, launch, launchable, precision_code
 from .library import LIB, OP
+from .routing import keep_cxx_kernels
 
 _is_compiling = torch.compiler.is_compiling
 _grad_enabled = torch.is_grad_enabled
@@ -107,6 +112,55 @@ _functorch_active = torch._C._are_functorch_transforms_active
 _unwrap_if_dead = torch._C._functorch.unwrap_if_dead
 
 
+_take_here = _C.aten_router_take_here
+_autocast = torch.is_autocast_enabled
+_torch_mm = torch.mm
+_RECORDED_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+
+
+def _node_hooks(code: int):
+    """Hooks on a recorded aten::mm node: its backward's products (two more aten::mm, run by the
+    autograd engine's thread) are the package's, float32 ones at precision `code`."""
+
+    def before(grad_outputs):
+        _take_here(code)
+
+    def after(grad_inputs, grad_outputs):
+        _take_here(-1)
+
+    return before, after
+
+
+_NODE_HOOKS = [_node_hooks(code) for code in range(3)]
+
+
+def _recordable(a, b) -> bool:
+    """Whether a @ b may be recorded by torch's autograd as aten::mm and computed by the package:
+    2-D CUDA tensors of one dtype and device that the C++ kernels take, shapes that multiply (what
+    else gemm raises its own errors for), no functorch transform, no autocast (it would cast
+    torch.mm's operands; the package's product keeps their dtype), and torch exporting what the
+    C++ kernels need."""
+    return (a.is_cuda and b.is_cuda and a.dtype is b.dtype and a.dtype in _RECORDED_DTYPES and a.shape[1] == b.shape[0]
+            and a.get_device() == b.get_device() and not _functorch_active() and not _autocast("cuda")
+            and keep_cxx_kernels())
+
+
+def _recorded_mm(a, b, precision: str | None) -> torch.Tensor:
+    """a @ b with autograd: torch records aten::mm (its C++ node, torch's own gradient formulas
+    and layouts), the package computes the product and, through the node's hooks, its gradients."""
+    code = precision_code(a, precision)
+    _take_here(code)
+    try:
+        out = _torch_mm(a, b)
+    finally:
+        _take_here(-1)
+    before, after = _NODE_HOOKS[code]
+    node = out.grad_fn
+    node.register_prehook(before)
+    node.register_hook(after)
+    return out
+
+
 def _apply(a, b, c, alpha: float, beta: float, variant: str, precision: str) -> torch.Tensor:
     if _functorch_active():
         return _GemmFunction.apply(a, b, c, alpha, beta, variant, precision)
@@ -147,6 +201,9 @@ def gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None, *, alp
         return OP(a, b, c, float(alpha), float(beta), variant, precision or "")
     if launchable(a, b, c):
         if _grad_enabled() and (a.requires_grad or b.requires_grad or (c is not None and c.requires_grad)):
+            if (c is None and alpha == 1.0 and variant == "auto" and a.dim() == 2 and b.dim() == 2
+                    and _recordable(a, b)):
+                return _recorded_mm(a, b, precision)
             return _apply(a, b, c, float(alpha), float(beta), variant, precision or "")
         return _C.gemm(a, b, c, None, float(alpha), float(beta), variant, precision_code(a, precision), _deterministic(),
                        False)  # launch() without its call layer
@@ -164,6 +221,8 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, precision: str | None = None) ->
     if (not _is_compiling() and type(a) in _PLAIN_TENSORS and type(b) in _PLAIN_TENSORS and a.dim() == 2
             and b.dim() == 2 and not _dispatch_modes()):
         if (a.requires_grad or b.requires_grad) and _grad_enabled():
+            if _recordable(a, b):
+                return _recorded_mm(a, b, precision)
             return _apply(a, b, None, 1.0, 0.0, "auto", precision or "")
         return _C.gemm(a, b, None, None, 1.0, 0.0, "auto", precision_code(a, precision), _deterministic(), False)
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dim() == 2 and b.dim() == 2:

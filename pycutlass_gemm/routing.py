@@ -66,11 +66,11 @@ class _Router:
             for name, fn in kernels.items():
                 self.lib.impl(name, fn, "ADInplaceOrView", with_keyset=True)
             if self.cxx:
-                _C.aten_router_register(True, float32=self.float32)
+                _C.aten_router_route_all(True, float32=self.float32)
 
     def close(self):
         if self.cxx:
-            _C.aten_router_register(False)
+            _C.aten_router_route_all(False)
         self.lib._destroy()  # torch's own kernels are the registered ones again
 
     def _gemm(self, a, b, c=None, alpha=1.0, beta=0.0, out=None):
@@ -176,6 +176,24 @@ def cxx_kernels_unavailable() -> str:
     key = getattr(torch._C.DispatchKey, "ADInplaceOrView", None)
     return _C.aten_router_load([os.path.join(lib, name) for name in ("libtorch_cpu.so", "libc10.so", "libtorch_cuda.so")],
                                key.value if key is not None else 0)
+
+
+_kept = False
+
+
+def keep_cxx_kernels() -> bool:
+    """Whether the C++ kernels serve the package's own autograd (gemm.py): registered on the first
+    call that can have them, for the rest of the process (they hand on every call that is not the
+    package's). PYCUTLASS_GEMM_PYTHON_ROUTING=1 before that keeps autograd in Python."""
+    global _kept
+    if not _kept:
+        if cxx_kernels_unavailable():
+            return False
+        with _lock:
+            if not _kept:
+                _C.aten_router_keep()
+                _kept = True
+    return True
 
 
 def enabled() -> bool:

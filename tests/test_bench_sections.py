@@ -42,12 +42,16 @@ def test_call_time_table_with_fake_numbers():
                           torch_kernel_ms=0.18, torch_call_ms=0.20, x_torch_kernel=1.0, x_torch_call=0.6667,
                           drift=-0.3333, runs=20)
     close = host.CallTimeRow("large K", "bf16", "streamk", 0.22, 0.25, 0.22, 0.25, 1.0, 1.0, 0.01, 20)
+    cheaper = host.CallTimeRow("transposed A", "bf16", "coop", 0.17, 0.21, 0.17, 0.23, 1.0, 1.1, 0.10, 20)
+    behind = host.CallTimeRow("large K", "tf32x3", "streamk", 0.70, 0.77, 1.35, 1.42, 1.93, 1.85, -0.04, 20)
     bad = host.CallTimeRow("large K", "fp32", "?", status="FAIL", message="auto: FAIL error 1 > tolerance")
-    title, header, *lines = host.format_call_time([ok, close, bad])
+    title, header, *lines = host.format_call_time([ok, close, cheaper, behind, bad])
     assert "idle GPU" in title and "x torch kernel" in header and "x torch call" in header
     assert "0.180" in lines[0] and "0.300" in lines[0] and "0.67x" in lines[0] and "-33.3%" in lines[0]
-    assert "within 3% MISS" in lines[0] and "within 3% ok" in lines[1] and "+1.0%" in lines[1]
-    assert "within 3% -" in lines[2] and lines[2].endswith("FAIL auto: FAIL error 1 > tolerance")
+    assert ">= -3% MISS" in lines[0] and ">= -3% ok" in lines[1] and "+1.0%" in lines[1]
+    assert ">= -3% ok" in lines[2], "a call path cheaper than torch's is no miss"
+    assert ">= -3% MISS" in lines[3]
+    assert ">= -3% -" in lines[4] and lines[4].endswith("FAIL auto: FAIL error 1 > tolerance")
 
 
 def test_model_table_with_fake_numbers():

@@ -133,14 +133,14 @@ def test_enable_registers_cxx_kernels_only_where_they_apply(routing):
     """aten::mm / aten::bmm get the C++ kernels (float32 too where torch exports its TF32 switch);
     a dtype they do not take keeps the Python kernels; disable() removes them."""
     with pg.enable():
-        assert _C.aten_router_registered() == (routing == "cxx")
+        assert _C.aten_router_routes_all() == (routing == "cxx")
         with pg.enable(dtypes=(torch.bfloat16, torch.float16, torch.float32)):
-            assert _C.aten_router_registered() == (routing == "cxx" and _C.aten_router_can_take_float32())
+            assert _C.aten_router_routes_all() == (routing == "cxx" and _C.aten_router_can_take_float32())
             x = torch.randn(3, 4)
             assert torch.equal(x @ x.T, torch.mm(x, x.T))
         with pg.enable(dtypes=(torch.float64,)):
-            assert not _C.aten_router_registered()
-    assert not _C.aten_router_registered() and not pg.enabled()
+            assert not _C.aten_router_routes_all()
+    assert not _C.aten_router_routes_all() and not pg.enabled()
 
 
 def test_cxx_kernels_hand_on_what_torch_must_see(routing):
@@ -166,3 +166,27 @@ def test_cxx_kernels_hand_on_what_torch_must_see(routing):
         assert torch.allclose(g.double(), expected, rtol=1e-5, atol=1e-5)
     now = _C.aten_router_counts()
     assert now[0] == launched and now[1] - handed_on >= 4, (launched, handed_on, now)
+
+
+def test_recorded_product_plumbing(routing):
+    """The path of a CUDA product with autograd (gemm.py's _recorded_mm: torch records aten::mm,
+    hooks on its node hand the backward's products to the package), run on CPU tensors, which the
+    C++ kernels hand on: torch's node, torch's gradients, and every product counted as handed on."""
+    import importlib
+
+    from pycutlass_gemm import routing as routing_module
+
+    gemm_module = importlib.import_module("pycutlass_gemm.gemm")  # the package's gemm is the function
+
+    if routing != "cxx" or not routing_module.keep_cxx_kernels():
+        pytest.skip("C++ kernels only")
+    a, b = torch.randn(4, 5, requires_grad=True), torch.randn(5, 3, requires_grad=True)
+    handed_on = _C.aten_router_counts()[1]
+    out = gemm_module._recorded_mm(a, b, None)
+    assert type(out.grad_fn).__name__ == "MmBackward0"
+    out.square().sum().backward()
+    assert _C.aten_router_counts()[1] - handed_on == 3  # the product and its two gradients
+    ref_a, ref_b = a.detach().requires_grad_(), b.detach().requires_grad_()
+    (ref_a @ ref_b).square().sum().backward()
+    assert torch.allclose(a.grad, ref_a.grad) and torch.allclose(b.grad, ref_b.grad)
+    assert not _C.aten_router_routes_all()

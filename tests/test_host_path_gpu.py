@@ -266,3 +266,34 @@ def test_enable_float32_follows_the_precision_switches(routed):
     assert routed.launched == 3 and routed.handed_on == 0, routed
     assert errors["ieee"] < 1e-6 and errors["ieee over tf32"] < 1e-6, errors
     assert 1e-5 < errors["tf32"] < 2e-3, errors
+
+
+@pytest.mark.parametrize("dtype, precision", [(torch.bfloat16, None), (torch.float32, "ieee"), (torch.float32, "tf32")])
+def test_matmul_with_grad_records_torchs_node_and_runs_the_package(dtype, precision, routed):
+    """pg.matmul with autograd on 2-D CUDA tensors: torch's C++ autograd records aten::mm, the
+    package computes the product and both gradients (counted launches), at the precision asked,
+    and the results match float64 -- also for a strided view only the fallback kernel takes."""
+    if routing_module().cxx_kernels_unavailable():
+        pytest.skip("C++ kernels unavailable (or PYCUTLASS_GEMM_PYTHON_ROUTING set): the autograd.Function path")
+    for a_view in ("row", "strided"):
+        a = torch.randn(192, 512 if a_view == "row" else 1024, device="cuda", dtype=dtype)
+        a = (a if a_view == "row" else a[:, ::2]).requires_grad_()
+        b = torch.randn(512, 320, device="cuda", dtype=dtype).T.contiguous().T.requires_grad_()  # column-major
+        routed.reset()
+        out = pg.matmul(a, b, precision=precision)
+        assert type(out.grad_fn).__name__ == "MmBackward0"
+        grad = torch.randn_like(out)
+        out.backward(grad)
+        assert routed.launched == 3 and routed.handed_on == 0, (a_view, routed)
+        a64, b64, g64 = a.detach().double(), b.detach().double(), grad.double()
+        tol = {torch.bfloat16: 1e-2, torch.float32: 1e-5 if precision == "ieee" else 3e-3}[dtype]
+        for what, mine, ref in (("out", out, a64 @ b64), ("grad a", a.grad, g64 @ b64.T), ("grad b", b.grad, a64.T @ g64)):
+            assert rel(mine, ref) < tol, (a_view, what, rel(mine, ref))
+        if precision == "tf32":
+            assert rel(b.grad, a64.T @ g64) > 1e-5, "the gradient ran as tf32, as asked"
+
+
+def routing_module():
+    import pycutlass_gemm.routing as r
+
+    return r
