@@ -50,6 +50,9 @@ struct Abi {
   int32_t (*device_type_cuda)();
   // Stable C ABI of libtorch_cuda: absent from a CPU-only torch, whose calls are all handed on.
   AOTITorchError (*current_cuda_stream)(int32_t device, void** stream) = nullptr;
+  // The message of the exception an aoti_torch_* call turned into an error code (torch >= 2.12;
+  // before, torch logs it).
+  const char* (*exception_message)() = nullptr;
   // Plain C++ functions of libc10 / libtorch_cpu (not the stable ABI, but exported by every torch
   // 2.x, and taking only integers, so no torch build lays their arguments out differently):
   //  c10::impl::TorchDispatchModeTLS::any_modes_set -- a dispatch mode (FakeTensorMode while
@@ -129,9 +132,25 @@ std::string shape_text(const Operand& t) {
   return s;
 }
 
-// torch's own errors for operands it refuses (same words), raised here rather than through the
-// stable ABI, which reports an operator's exception as an error code and logs its message.
+std::string dtype_text(int32_t dtype) {
+  if (dtype == abi.f32) return "float";
+  if (dtype == abi.f16) return "c10::Half";
+  if (dtype == abi.bf16) return "c10::BFloat16";
+  return "dtype " + std::to_string(dtype);
+}
+
+std::string device_text(const Operand& t) {
+  if (t.device_type == abi.cuda) return "cuda:" + std::to_string(t.device_index);
+  return t.device_type == 0 ? "cpu" : "device type " + std::to_string(t.device_type);  // 0: c10::DeviceType::CPU
+}
+
+// torch's own errors for operands it refuses (its words), raised here: handed on, an operator's
+// exception comes back through the stable ABI as an error code (with its message only in torch
+// >= 2.12, where hand_on re-raises it).
 void check_like_torch(const Operand& a, const Operand& b, bool batched) {
+  if (a.device_type != b.device_type || a.device_index != b.device_index)
+    throw std::invalid_argument("Expected all tensors to be on the same device, but found at least two devices, " +
+                                device_text(a) + " and " + device_text(b) + "!");
   if (batched) {
     if (a.dim != 3) throw std::invalid_argument("batch1 must be a 3D tensor");
     if (b.dim != 3) throw std::invalid_argument("batch2 must be a 3D tensor");
@@ -146,6 +165,9 @@ void check_like_torch(const Operand& a, const Operand& b, bool batched) {
       throw std::invalid_argument("mat1 and mat2 shapes cannot be multiplied (" + shape_text(a) + " and " +
                                   shape_text(b) + ")");
   }
+  if (a.dtype != b.dtype)
+    throw std::invalid_argument("expected mat1 and mat2 to have the same dtype, but got: " + dtype_text(a.dtype) +
+                                " != " + dtype_text(b.dtype));
 }
 
 MatrixRef matrix(const Operand& t, const void* ptr, int64_t batch) {
@@ -230,17 +252,21 @@ void hand_on(const char* op, StableIValue* stack, Operand& a, Operand& b) {
   if (!was_excluded) abi.set_key_excluded(abi.ad_inplace_or_view, true);
   const AOTITorchError err = abi.call_dispatcher(op, "", stack);
   if (!was_excluded) abi.set_key_excluded(abi.ad_inplace_or_view, false);
-  if (err != 0)
-    throw std::runtime_error(std::string("pycutlass_gemm.enable(): torch's ") + op +
-                             " raised (its message is logged above)");
+  if (err != 0) {
+    const char* message = abi.exception_message ? abi.exception_message() : nullptr;
+    throw std::runtime_error(message ? std::string(message)
+                                     : std::string(op) + " raised (torch logged its message above)");
+  }
 }
 
 void route(StableIValue* stack, bool batched) {
   Operand a(stack[0]), b(stack[1]);
   const int here = take_here;
-  if ((here >= 0 || take_all.load(std::memory_order_relaxed)) && !abi.any_dispatch_modes(false) && a.read_shape() &&
-      b.read_shape()) {
-    check_like_torch(a, b, batched);
+  // Shapes are read (and refused in torch's words) unless a dispatch mode may hold tensors
+  // without concrete shapes (FakeTensorMode, symbolic shapes while torch.compile traces).
+  const bool shaped = !abi.any_dispatch_modes(false) && a.read_shape() && b.read_shape();
+  if (shaped) check_like_torch(a, b, batched);
+  if (shaped && (here >= 0 || take_all.load(std::memory_order_relaxed))) {
     if (const StableIValue out = try_launch(a, b, batched, here)) {
       ++launched;
       stack[0] = out;
@@ -299,6 +325,7 @@ std::string load(const std::vector<std::string>& library_paths, int ad_inplace_o
     need("_ZN3c104impl28tls_is_dispatch_key_excludedENS_11DispatchKeyE", abi.key_excluded);
     need("_ZN3c104impl29tls_set_dispatch_key_excludedENS_11DispatchKeyEb", abi.set_key_excluded);
     look_up("aoti_torch_get_current_cuda_stream", abi.current_cuda_stream);
+    look_up("torch_exception_get_what_without_backtrace", abi.exception_message);
     look_up("_ZN2at13globalContextEv", abi.global_context);
     look_up("_ZNK2at7Context23deterministicAlgorithmsEv", abi.deterministic_algorithms);
     if (abi.global_context != nullptr) look_up("_ZNK2at7Context15allowTF32CuBLASEv", abi.allow_tf32_cublas);

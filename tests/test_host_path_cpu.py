@@ -190,3 +190,21 @@ def test_recorded_product_plumbing(routing):
     (ref_a @ ref_b).square().sum().backward()
     assert torch.allclose(a.grad, ref_a.grad) and torch.allclose(b.grad, ref_b.grad)
     assert not _C.aten_router_routes_all()
+
+
+def test_kept_cxx_kernels_keep_torchs_errors(routing):
+    """Once the package's autograd keeps the C++ kernels registered, torch.mm outside enable()
+    still raises torch's errors in torch's words (CPU tensors: handed on)."""
+    from pycutlass_gemm import routing as routing_module
+
+    if routing != "cxx" or not routing_module.keep_cxx_kernels():
+        pytest.skip("C++ kernels only")
+    for a, b, match in ((torch.randn(2, 3), torch.randn(4, 5), r"shapes cannot be multiplied \(2x3 and 4x5\)"),
+                        (torch.randn(2, 3), torch.randn(3, 4, dtype=torch.float64), "same dtype"),
+                        (torch.randn(3), torch.randn(3, 4), "self must be a matrix")):
+        with pytest.raises(RuntimeError, match=match):
+            torch.mm(a, b)
+    with pytest.raises(RuntimeError, match="batch1 must be a 3D tensor"):
+        torch.bmm(torch.randn(2, 3), torch.randn(1, 3, 4))
+    x = torch.randn(4, 4)
+    assert torch.equal(x @ x, torch.ops.aten.mm.default(x, x))
