@@ -41,6 +41,7 @@ struct Abi {
   AOTITorchError (*get_dtype)(AtenTensorHandle, int32_t*);
   AOTITorchError (*get_device_type)(AtenTensorHandle, int32_t*);
   AOTITorchError (*get_device_index)(AtenTensorHandle, int32_t*);
+  AOTITorchError (*get_layout)(AtenTensorHandle, int32_t*) = nullptr;  // optional: without it, strided assumed
   AOTITorchError (*empty_strided)(int64_t ndim, const int64_t* sizes, const int64_t* strides, int32_t dtype,
                                   int32_t device_type, int32_t device_index, AtenTensorHandle* out);
   int32_t (*dtype_bfloat16)();
@@ -48,6 +49,7 @@ struct Abi {
   int32_t (*dtype_float32)();
   int32_t (*dtype_uint8)();
   int32_t (*device_type_cuda)();
+  int32_t (*layout_strided)() = nullptr;
   // Stable C ABI of libtorch_cuda: absent from a CPU-only torch, whose calls are all handed on.
   AOTITorchError (*current_cuda_stream)(int32_t device, void** stream) = nullptr;
   // The message of the exception an aoti_torch_* call turned into an error code (torch >= 2.12;
@@ -70,7 +72,7 @@ struct Abi {
   bool (*deterministic_algorithms)(const void* context) = nullptr;
   bool (*allow_tf32_cublas)(const void* context) = nullptr;
 
-  int32_t bf16 = -1, f16 = -1, f32 = -1, u8 = -1, cuda = -1;
+  int32_t bf16 = -1, f16 = -1, f32 = -1, u8 = -1, cuda = -1, strided = -1;
   uint16_t ad_inplace_or_view = 0;  // DispatchKey::ADInplaceOrView's value in this torch build
 };
 
@@ -92,19 +94,23 @@ struct Operand {
   int64_t dim = 0;
   int64_t* size = nullptr;
   int64_t* stride = nullptr;
-  int32_t dtype = -1, device_type = -1, device_index = -1;
+  int32_t dtype = -1, device_type = -1, device_index = -1, layout = -1;
 
   explicit Operand(StableIValue v) : handle(reinterpret_cast<AtenTensorHandle>(v)) {
     abi.get_dtype(handle, &dtype);
     abi.get_device_type(handle, &device_type);
     abi.get_device_index(handle, &device_index);
     abi.get_dim(handle, &dim);
+    if (abi.get_layout != nullptr) abi.get_layout(handle, &layout);
   }
   Operand(const Operand&) = delete;
   ~Operand() {
     if (handle != nullptr) abi.delete_tensor_object(handle);
   }
-  bool read_shape() { return abi.get_sizes(handle, &size) == 0 && abi.get_strides(handle, &stride) == 0; }
+  // Sizes and strides of a strided tensor (a sparse one has no strides: handed on unread).
+  bool read_shape() {
+    return layout == abi.strided && abi.get_sizes(handle, &size) == 0 && abi.get_strides(handle, &stride) == 0;
+  }
   StableIValue release() { return reinterpret_cast<StableIValue>(std::exchange(handle, nullptr)); }
 };
 
@@ -315,6 +321,7 @@ std::string load(const std::vector<std::string>& library_paths, int ad_inplace_o
     need("aoti_torch_get_dtype", abi.get_dtype);
     need("aoti_torch_get_device_type", abi.get_device_type);
     need("aoti_torch_get_device_index", abi.get_device_index);
+    if (look_up("aoti_torch_layout_strided", abi.layout_strided)) look_up("aoti_torch_get_layout", abi.get_layout);
     need("aoti_torch_empty_strided", abi.empty_strided);
     need("aoti_torch_dtype_bfloat16", abi.dtype_bfloat16);
     need("aoti_torch_dtype_float16", abi.dtype_float16);
@@ -337,6 +344,8 @@ std::string load(const std::vector<std::string>& library_paths, int ad_inplace_o
     abi.bf16 = abi.dtype_bfloat16(), abi.f16 = abi.dtype_float16(), abi.f32 = abi.dtype_float32();
     abi.u8 = abi.dtype_uint8();
     abi.cuda = abi.device_type_cuda();
+    // Without the layout getter every tensor reads as layout -1, which then counts as strided.
+    if (abi.get_layout != nullptr) abi.strided = abi.layout_strided();
     abi.ad_inplace_or_view = static_cast<uint16_t>(ad_inplace_or_view_key);
   });
   return answer;

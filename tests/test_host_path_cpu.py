@@ -208,3 +208,15 @@ def test_kept_cxx_kernels_keep_torchs_errors(routing):
         torch.bmm(torch.randn(2, 3), torch.randn(1, 3, 4))
     x = torch.randn(4, 4)
     assert torch.equal(x @ x, torch.ops.aten.mm.default(x, x))
+
+
+def test_kept_cxx_kernels_hand_sparse_products_on(routing):
+    """A sparse operand (no strides) is handed on unread: torch's sparse mm, unchanged."""
+    from pycutlass_gemm import routing as routing_module
+
+    if routing != "cxx" or not routing_module.keep_cxx_kernels():
+        pytest.skip("C++ kernels only")
+    dense = torch.randn(4, 5)
+    sparse = dense.relu().to_sparse()
+    b = torch.randn(5, 3)
+    assert torch.allclose(torch.mm(sparse, b), dense.relu() @ b)
