@@ -176,11 +176,6 @@ void check_like_torch(const Operand& a, const Operand& b, bool batched) {
                                 " != " + dtype_text(b.dtype));
 }
 
-MatrixRef matrix(const Operand& t, const void* ptr, int64_t batch) {
-  const int64_t d = t.dim;
-  return MatrixRef{ptr, t.size[d - 2], t.size[d - 1], t.stride[d - 2], t.stride[d - 1], batch > 1 ? t.stride[0] : 0};
-}
-
 bool deterministic() {
   if (abi.global_context == nullptr || abi.deterministic_algorithms == nullptr) return true;
   return abi.deterministic_algorithms(abi.global_context());
@@ -198,13 +193,12 @@ Precision float32_precision_now() {
 // The product on the package, or 0 where torch should compute it. Under enable() (here < 0) as
 // routing.py's _gemm decides: CUDA tensors of a routed dtype, a problem some kernel other than
 // the fallback runs. For the package's own calls (here >= 0: float32 at that Precision) any
-// kernel, the fallback too, as gemm() would run.
+// kernel, the fallback too, as gemm() would run. The operands passed check_like_torch: one
+// device, one dtype.
 StableIValue try_launch(const Operand& a, const Operand& b, bool batched, int here) {
   const bool routed_dtype =
       a.dtype == abi.bf16 || a.dtype == abi.f16 || (a.dtype == abi.f32 && (here >= 0 || takes_float32));
-  if (abi.current_cuda_stream == nullptr || a.device_type != abi.cuda || b.device_type != abi.cuda ||
-      a.device_index != b.device_index || a.dtype != b.dtype || !routed_dtype)
-    return 0;
+  if (abi.current_cuda_stream == nullptr || a.device_type != abi.cuda || !routed_dtype) return 0;
   void *a_ptr = nullptr, *b_ptr = nullptr;
   if (abi.get_data_ptr(a.handle, &a_ptr) != 0 || abi.get_data_ptr(b.handle, &b_ptr) != 0 || !a_ptr || !b_ptr)
     return 0;  // no storage (a tensor subclass) or empty: torch's
@@ -216,8 +210,8 @@ StableIValue try_launch(const Operand& a, const Operand& b, bool batched, int he
   p.batch = batched ? a.size[0] : 1;
   p.m = a.size[dim - 2], p.n = b.size[dim - 1], p.k = a.size[dim - 1];
   if (is_empty(p)) return 0;
-  p.a = matrix(a, a_ptr, p.batch);
-  p.b = matrix(b, b_ptr, p.batch);
+  p.a = matrix_of(a_ptr, p.batch, a.size, a.stride, static_cast<int>(dim));
+  p.b = matrix_of(b_ptr, p.batch, b.size, b.stride, static_cast<int>(dim));
   p.d = MatrixRef{nullptr, p.m, p.n, p.n, 1, p.batch > 1 ? p.m * p.n : 0};  // row-major, like torch's
   p.c = p.d;
   p.deterministic = deterministic();

@@ -88,6 +88,11 @@ static bool aligned(const void* ptr, int64_t bytes) {
 
 bool is_empty(const GemmProblem& p) { return p.m == 0 || p.n == 0 || p.k == 0 || p.batch == 0; }
 
+MatrixRef matrix_of(const void* ptr, int64_t batch, const int64_t* size, const int64_t* stride, int dim) {
+  const int64_t batch_stride = dim == 3 && size[0] == batch && batch > 1 ? stride[0] : 0;
+  return MatrixRef{ptr, size[dim - 2], size[dim - 1], stride[dim - 2], stride[dim - 1], batch_stride};
+}
+
 bool has_bias_row(const GemmProblem& p) {
   return p.beta == 1.0 && p.batch == 1 && p.c.rows > 1 && p.c.row_stride == 0 && (p.c.col_stride == 1 || p.c.cols <= 1);
 }

@@ -105,6 +105,11 @@ int alignment_bytes(int64_t bytes);
 // No products to compute: m, n, k or batch is 0.
 bool is_empty(const GemmProblem& p);
 
+// The last two of a tensor's `dim` dimensions (sizes and strides in elements) as a matrix at
+// `ptr`. A leading dimension of `batch` > 1 entries is the batch; a batch of 1, or a 2-D operand
+// under a batched product, broadcasts with batch stride 0.
+MatrixRef matrix_of(const void* ptr, int64_t batch, const int64_t* size, const int64_t* stride, int dim);
+
 // C is one row broadcast down the output (row stride 0, contiguous), added with beta 1:
 // F.linear's and torch.addmm's bias. Kernels with takes_bias_row add it in their epilogue.
 bool has_bias_row(const GemmProblem& p);

@@ -115,12 +115,9 @@ int dtype_code(py::handle dtype, DType* out) {
   return 0;
 }
 
-// The last two dimensions as a matrix; a leading batch of 1 (or a 2-D operand under a batched
-// product) broadcasts with batch stride 0.
+// The tensor's matrix (matrix_of); `size` / `stride` / `dim` where it is read broadcast.
 MatrixRef matrix(const Tensor& t, int64_t batch, const int64_t* size, const int64_t* stride, int dim) {
-  const int64_t batch_stride = dim == 3 && size[0] == batch && batch > 1 ? stride[0] : 0;
-  return MatrixRef{reinterpret_cast<const void*>(t.ptr), size[dim - 2], size[dim - 1], stride[dim - 2],
-                   stride[dim - 1], batch_stride};
+  return matrix_of(reinterpret_cast<const void*>(t.ptr), batch, size, stride, dim);
 }
 MatrixRef matrix(const Tensor& t, int64_t batch) { return matrix(t, batch, t.size, t.stride, t.dim); }
 

@@ -1,11 +1,12 @@
 """The "model" section: whole training steps, pycutlass_gemm against torch.
 
 (i) a 3-layer MLP (``h = relu(h @ w.T)``), with ``pycutlass_gemm.matmul`` in place of
-``torch.matmul`` and with torch.matmul under ``pycutlass_gemm.enable()``, in bf16 and tf32; (ii) ``torch.nn.TransformerEncoderLayer`` in bf16, plain and
-under ``pycutlass_gemm.enable()`` (which routes torch's matmul family and F.linear through the
-package), eager and compiled. A step is forward, ``.float().square().mean()``, backward; it is
-timed on an idle GPU with CUDA events around the whole step (host work included, as a training
-loop waiting on each step sees it) and by the wall clock beside.
+``torch.matmul`` and with torch.matmul under ``pycutlass_gemm.enable()``, in bf16 and tf32; (ii)
+``torch.nn.TransformerEncoderLayer`` in bf16, plain and under ``pycutlass_gemm.enable()`` (which
+routes torch's matmul family and F.linear through the package), eager and compiled. A step is
+forward, ``.float().square().mean()``, backward; it is timed on an idle GPU with CUDA events around
+the whole step (host work included, as a training loop waiting on each step sees it) and by the wall
+clock beside.
 """
 
 from __future__ import annotations
