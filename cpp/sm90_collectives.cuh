@@ -85,7 +85,7 @@ struct Mainloop {
 };
 
 template <class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape, int kCarveout,
-          bool kTf32x3, int kPromoteEvery = 0>
+          bool kTf32x3, int kPromoteEvery = 0, bool kOneTruncatedOperand = false>
 struct RewritingMainloop {
   // tf32x3 keeps kSmallSlots more (M + N) x K tiles of small parts beside the stages.
   static constexpr int kSmallBytes =
@@ -97,7 +97,8 @@ struct RewritingMainloop {
                                    cutlass::gemm::collective::StageCountAutoCarveout<kCarveout + kSmallBytes>,
                                    cutlass::gemm::KernelTmaWarpSpecializedCooperative>::type;
   using type = Sm90Tf32SmemRewriteMainloop<KMajor, cutlass::detail::TagToStrideA_t<LayoutA>,
-                                         cutlass::detail::TagToStrideB_t<LayoutB>, kTf32x3, kPromoteEvery>;
+                                         cutlass::detail::TagToStrideB_t<LayoutB>, kTf32x3, kPromoteEvery,
+                                         kOneTruncatedOperand>;
 };
 
 template <class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape, int kCarveout>
@@ -107,11 +108,12 @@ struct Mainloop<float, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape,
     : RewritingMainloop<LayoutA, LayoutB, kAlignment, TileShape, ClusterShape, kCarveout, false> {};
 
 template <class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape, int kCarveout,
-          int kPromoteEvery>
+          int kPromoteEvery, bool kOneTruncatedOperand>
 struct Mainloop<float, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape,
                 cutlass::gemm::collective::StageCountAutoCarveout<kCarveout>,
-                KernelTmaWarpSpecializedCooperativeTf32x3<kPromoteEvery>>
-    : RewritingMainloop<LayoutA, LayoutB, kAlignment, TileShape, ClusterShape, kCarveout, true, kPromoteEvery> {};
+                KernelTmaWarpSpecializedCooperativeTf32x3<kPromoteEvery, kOneTruncatedOperand>>
+    : RewritingMainloop<LayoutA, LayoutB, kAlignment, TileShape, ClusterShape, kCarveout, true, kPromoteEvery,
+                        kOneTruncatedOperand> {};
 
 // CUTLASS's cp.async cooperative mainloop for 16-byte aligned operands: the kernel, tiled MMA and
 // shared-memory atoms the any-alignment mainloops build on.
@@ -347,8 +349,8 @@ struct Epilogue<TileShape, ClusterShape, ElementC_, LayoutC, ElementD, LayoutD, 
                            LayoutC, ElementD, LayoutD, FusionOp> {};
 
 template <class Schedule> struct IsTf32x3 : std::false_type {};
-template <int kPromoteEvery>
-struct IsTf32x3<KernelTmaWarpSpecializedCooperativeTf32x3<kPromoteEvery>> : std::true_type {};
+template <int kPromoteEvery, bool kOneTruncatedOperand>
+struct IsTf32x3<KernelTmaWarpSpecializedCooperativeTf32x3<kPromoteEvery, kOneTruncatedOperand>> : std::true_type {};
 
 // The math a kernel's mainloop does: 16-bit inputs exactly, fp32 inputs as tf32, or as tf32x3.
 template <class Element, class Schedule>

@@ -21,6 +21,9 @@ namespace smem_rewrite_detail {
 // carry the NaN.
 CUTE_HOST_DEVICE constexpr uint32_t round_tf32(uint32_t x) { return (x + 0x1000u) & 0xffffe000u; }
 
+// tf32 truncated: the top 19 bits of an fp32 word, what tf32 wgmma reads of it.
+CUTE_HOST_DEVICE constexpr uint32_t truncate_tf32(uint32_t x) { return x & 0xffffe000u; }
+
 // One operand tile of (MN x K) = (kMN x 32) 32-bit elements in stage `stage`, rewritten by
 // kThreads threads in 4x4 blocks: a thread reads four 16-byte vectors through the load layout --
 // along MN (one per k) when the operand is MN-major, along K (one per mn) when it is K-major --
@@ -140,6 +143,24 @@ struct TileRewrite {
           small[kk] = round_tf32(__float_as_uint(__uint_as_float(v[i][kk][j]) - __uint_as_float(big[kk])));
         }
         store_vector(big_at[i][j] + big_offset, big[0], big[1], big[2], big[3]);
+        store_vector(small_at[i][j] + small_offset, small[0], small[1], small[2], small[3]);
+      }
+    }
+  }
+
+  // tf32x3, an operand whose big part is x truncated, read by the wgmma where TMA left it (K-major):
+  // only small = tf32(x - big) is written, K-major at small_at + small_offset.
+  CUTLASS_DEVICE static void store_small_of_truncated(const Addresses& small_at, uint32_t small_offset,
+                                                      const Fragment& v) {
+    CUTLASS_PRAGMA_UNROLL
+    for (int i = 0; i < kPerThread; ++i) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int j = 0; j < 4; ++j) {
+        uint32_t small[4];
+        CUTLASS_PRAGMA_UNROLL
+        for (int kk = 0; kk < 4; ++kk)
+          small[kk] = round_tf32(__float_as_uint(__uint_as_float(v[i][kk][j]) -
+                                                 __uint_as_float(truncate_tf32(v[i][kk][j]))));
         store_vector(small_at[i][j] + small_offset, small[0], small[1], small[2], small[3]);
       }
     }

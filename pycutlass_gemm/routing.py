@@ -19,7 +19,7 @@ faster than cuBLAS). The registration is process-wide (every thread), not per th
 float32 is not routed by default: the package's IEEE fp32 kernels run at 0.8-0.9x cuBLAS SGEMM
 (``enable(dtypes=(torch.bfloat16, torch.float16, torch.float32))`` routes it anyway, following
 ``set_float32_precision`` when set, else torch's TF32 switch, as ``gemm`` does; with
-``set_float32_precision("tf32x3")`` the routed fp32 products run the tf32x3 kernels, 1.8-1.9x
+``set_float32_precision("tf32x3")`` the routed fp32 products run the tf32x3 kernels, 1.8-2.0x
 SGEMM on the H100 at SGEMM's accuracy or better).
 
 Where torch exports its stable C ABI (2.11 and 2.13 do), ``aten::mm`` and ``aten::bmm`` -- a model's

@@ -48,6 +48,10 @@ SCHEDULE = {  # short name: (mainloop schedule, epilogue schedule, words)
     # cooperative with three consumer warpgroups stacked along M (each 64 x N of a 192-row tile, the wgmmas of
     # one 128x192 warpgroup), 512 threads: CUTLASS's cooperative kernel copied with a register split for 512
     # threads (cpp/sm90_three_warpgroup_kernel.cuh), a TMA epilogue of 192 x 16 subtiles
+    # tf32x3 only: one K-major operand's big part truncated, read by the wgmma where TMA left it (not
+    # written back; cpp/sm90_tf32_smem_rewrite_mainloop.cuh, kOneTruncatedOperand)
+    "cooptrunc": ("KernelTmaWarpSpecializedCooperativeTf32x3", "cutlass::epilogue::TmaWarpSpecializedCooperative",
+                  "cooperative, one operand's big part truncated in place"),
     "coop3wg": ("KernelTmaWarpSpecializedCooperative3WG", "cutlass::epilogue::TmaWarpSpecializedCooperative",
                 "cooperative, three warpgroups along M"),
 }
@@ -171,9 +175,10 @@ class Kernel:
         if self.any_output:
             epilogue = "cutlass::epilogue::NoSmemWarpSpecialized"
         if self.dtype == "tf32x3":  # the cooperative schedule with the tf32x3 mainloop
-            assert self.schedule == "coop", "tf32x3 has a cooperative mainloop only"
+            assert self.schedule in ("coop", "cooptrunc"), "tf32x3 has cooperative mainloops only"
             assert self.promote > 0, "tf32x3 sums in fp32 every `promote` k tiles (the tensor cores' sums truncate)"
-            mainloop = f"KernelTmaWarpSpecializedCooperativeTf32x3<{self.promote}>"
+            truncated = "true" if self.schedule == "cooptrunc" else "false"
+            mainloop = f"KernelTmaWarpSpecializedCooperativeTf32x3<{self.promote}, {truncated}>"
         shape = lambda xs: "cute::Shape<" + ", ".join(f"cute::_{x}" for x in xs) + ">"
         return (f"CutlassSm90Gemm<{ELEMENT[self.dtype]}, {LAYOUT[self.layout_a]}, {LAYOUT[self.layout_b]},\n"
                 f"    {shape(self.tile)}, {shape(self.cluster + (1,))},\n"
@@ -356,11 +361,14 @@ def all_kernels():
     # into tf32 big and small parts in shared memory, three products. The tensor cores' sums are added
     # to an fp32 one every k tile (promote=1): unpromoted they truncate (H100, transposed A, rand: 8.6e-5
     # against cuBLAS SGEMM's 6.0e-7); every 4 k tiles 1.0e-6, every 2 4.1e-7 at 1024x1024x4096 (SGEMM
-    # 2.2e-7), every tile 1.9e-7 at the same speed (now 1.83-1.93x SGEMM, notes/measurements.md). Two
-    # accumulators need 128x128 tiles; stream-K splits long K (the large-K workload: 1.5e-7 where the
-    # persistent kernel's one fp32 chain of 16384 adds gives 1.7e-6) and fills the SMs with few tiles.
+    # 2.2e-7), every tile 1.9e-7 at the same speed. Two accumulators need 128x128 tiles; stream-K splits
+    # long K (the large-K workload: 1.5e-7 where the persistent kernel's one fp32 chain of 16384 adds
+    # gives 1.7e-6) and fills the SMs with few tiles. Where an operand is K-major its big part is read
+    # truncated where TMA left it ("cooptrunc": no write-back; the other operand rounds): 2-4% faster,
+    # as accurate (H100 4096^3 rc 1.396 -> 1.349 ms, 2.01x SGEMM; notes/measurements.md, session 21).
     for la_lb, scheduler in itertools.product(LAYOUTS, ["persistent", "streamk"]):
-        kernels.append(Kernel("sm90", "tf32x3", la_lb[0], la_lb[1], (128, 128, 32), (1, 1), "coop", scheduler,
+        schedule = "coop" if la_lb == "cr" else "cooptrunc"  # cr: both operands MN-major, both rewritten
+        kernels.append(Kernel("sm90", "tf32x3", la_lb[0], la_lb[1], (128, 128, 32), (1, 1), schedule, scheduler,
                               promote=1))
     return kernels
 
