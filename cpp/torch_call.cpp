@@ -267,9 +267,11 @@ std::pair<py::object, void*> workspace_for(py::handle a, int device, uintptr_t s
   static auto* cache = new std::map<std::pair<int, uintptr_t>, Workspace>();
   Workspace& slot = (*cache)[{device, stream}];
   if (slot.bytes < bytes) {
-    slot.tensor = py::object();  // back to torch's allocator first: the new one may reuse it
-    slot.tensor = new_workspace(a, std::max(bytes, 2 * slot.bytes));
-    slot.bytes = std::max(bytes, 2 * slot.bytes);
+    // Allocated before the slot changes: torch releases the GIL while it allocates, and another
+    // thread may then read the slot (the old, smaller tensor stays whole until it is replaced).
+    const size_t grown = std::max(bytes, 2 * slot.bytes);
+    py::object fresh = new_workspace(a, grown);
+    if (slot.bytes < grown) slot = Workspace{std::move(fresh), grown};  // else another thread grew it meanwhile
   }
   return {slot.tensor, reinterpret_cast<void*>(data_ptr(slot.tensor))};
 }
