@@ -45,13 +45,13 @@ SCHEDULE = {  # short name: (mainloop schedule, epilogue schedule, words)
     # 64-row subtiles as wide as the tile (cpp/sm90_collectives.cuh, KernelTmaWarpSpecializedCooperativeSplitN)
     "coopsplitn": ("KernelTmaWarpSpecializedCooperativeSplitN", "cutlass::epilogue::TmaWarpSpecializedCooperative",
                    "cooperative, warpgroups split N"),
-    # cooperative with three consumer warpgroups stacked along M (each 64 x N of a 192-row tile, the wgmmas of
-    # one 128x192 warpgroup), 512 threads: CUTLASS's cooperative kernel copied with a register split for 512
-    # threads (cpp/sm90_three_warpgroup_kernel.cuh), a TMA epilogue of 192 x 16 subtiles
     # tf32x3 only: one K-major operand's big part truncated, read by the wgmma where TMA left it (not
     # written back; cpp/sm90_tf32_smem_rewrite_mainloop.cuh, kOneTruncatedOperand)
     "cooptrunc": ("KernelTmaWarpSpecializedCooperativeTf32x3", "cutlass::epilogue::TmaWarpSpecializedCooperative",
                   "cooperative, one operand's big part truncated in place"),
+    # cooperative with three consumer warpgroups stacked along M (each 64 x N of a 192-row tile, the wgmmas of
+    # one 128x192 warpgroup), 512 threads: CUTLASS's cooperative kernel copied with a register split for 512
+    # threads (cpp/sm90_three_warpgroup_kernel.cuh), a TMA epilogue of 192 x 16 subtiles
     "coop3wg": ("KernelTmaWarpSpecializedCooperative3WG", "cutlass::epilogue::TmaWarpSpecializedCooperative",
                 "cooperative, three warpgroups along M"),
 }
