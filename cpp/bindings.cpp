@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <optional>
 #include <stdexcept>
 
 #include "aten_router.h"
@@ -123,15 +124,13 @@ py::object gemm_as(py::handle a, py::handle b, py::handle c, py::handle out, dou
   py::object workspace;
   void* workspace_ptr = nullptr;
   if (plan->workspace_bytes > 0) std::tie(workspace, workspace_ptr) = workspace_for(a, call.device, p.stream, plan->workspace_bytes);
-  if (workspace_ptr != nullptr) {
-    // Kept under the GIL: such a kernel launches twice (K split: the slices' products, then their
-    // sum; stream-K: its barriers cleared, then the kernel), and the workspace is the one cached
-    // for this stream: another thread's launches falling between the two, on the same stream and
-    // workspace, overwrote the partial sums (wrong results under test_threads).
-    DeviceGuard guard(call.device);
-    plan->kernel->run(p, workspace_ptr);
-  } else {
-    py::gil_scoped_release release;  // the launch is asynchronous; other Python threads may run
+  {
+    // The launch is asynchronous: other Python threads may run meanwhile, but not beside a kernel with
+    // a workspace. Such a kernel launches twice (K split: the slices' products, then their sum;
+    // stream-K: its barriers cleared, then the kernel) on the workspace cached for this stream, and
+    // another thread's launches falling between the two overwrote the partial sums (test_threads).
+    std::optional<py::gil_scoped_release> release;
+    if (workspace_ptr == nullptr) release.emplace();
     DeviceGuard guard(call.device);
     plan->kernel->run(p, workspace_ptr);
   }
