@@ -149,26 +149,45 @@ def test_side_stream():
     assert rel_error(out, a, b) < tolerance(torch.bfloat16, "ieee", 384)
 
 
-def test_threads():
+def _kernels_with_a_workspace(a, b):
+    """The kernels that can run a @ b and launch twice on a workspace: the fallback (split-K when its
+    tiles are fewer than the SMs) and, where built, the CUTLASS stream-K and split-K kernels."""
+    names = ["fallback"] + [k["name"] for k in pg.kernels()
+                            if k["dtype"] == "bfloat16" and ("streamk" in k["name"] or "splitk" in k["name"])]
+    return [name for name in names if pg.can_run(name, a, b) == ""]
+
+
+@pytest.mark.parametrize("streams", ["shared", "own"])
+def test_threads(streams):
+    """Eight threads at once, on the default stream or each on its own: auto and the kernels that
+    share the cached workspace of a stream, with shapes that make that workspace grow."""
     errors = []
+    runs = []
 
     def work(seed):
         g = torch.Generator(device="cuda").manual_seed(seed)
-        for i in range(20):
-            m, n, k = 128 + 64 * (i % 3), 256 + 8 * seed, 512
-            a = matrix(m, k, "row" if i % 2 else "col", torch.bfloat16, generator=g)
-            b = matrix(k, n, "col" if seed % 2 else "row", torch.bfloat16, generator=g)
-            out = pg.gemm(a, b)
-            torch.cuda.current_stream().synchronize()
-            err = rel_error(out, a, b)
-            if not err < tolerance(torch.bfloat16, "ieee", k):
-                errors.append((seed, i, err))
+        stream = torch.cuda.Stream() if streams == "own" else torch.cuda.current_stream()
+        with torch.cuda.stream(stream):
+            for i in range(24):
+                m, n, k = 128 + 64 * (i % 3), 256 + 8 * seed + 64 * (i % 4), 512 + 256 * (i % 5)
+                a = matrix(m, k, "row" if i % 2 else "col", torch.bfloat16, generator=g)
+                b = matrix(k, n, "col" if seed % 2 else "row", torch.bfloat16, generator=g)
+                variants = ["auto"] + _kernels_with_a_workspace(a, b)
+                variant = variants[(i + seed) % len(variants)]
+                out = pg.gemm(a, b, variant=variant)
+                stream.synchronize()
+                err = rel_error(out, a, b)
+                runs.append(variant)
+                if not err < tolerance(torch.bfloat16, "ieee", k):
+                    errors.append((seed, i, variant, (m, n, k), err))
 
     threads = [threading.Thread(target=work, args=(s,)) for s in range(8)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+    assert len(runs) == 8 * 24, "a thread raised (its traceback is above)"
+    assert "fallback" in runs
     assert not errors
 
 
