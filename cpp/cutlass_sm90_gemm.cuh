@@ -46,6 +46,7 @@
 #include "cutlass_adapter.cuh"
 #include "gemm_problem.h"
 #include "sm90_collectives.cuh"
+#include "sm90_l2_hint_mainloop.cuh"
 #include "split_k_reduce.h"
 
 namespace pycutlass_gemm {
@@ -128,11 +129,11 @@ class CutlassSm90Gemm : public GemmKernel {
                                      ElementOut, LayoutD,                               // D
                                      kKernelOutputAlignment, EpilogueSchedule_, FusionOp, MainloopSchedule_>::type;
 
-  using CollectiveMainloop = typename sm90_detail::Mainloop<
+  using CollectiveMainloop = typename sm90_detail::WithL2Hints<typename sm90_detail::Mainloop<
       Element, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
           sizeof(typename CollectiveEpilogue::SharedStorage))>,
-      MainloopSchedule_>::type;
+      MainloopSchedule_>::type>::type;
 
   using GemmKernelType = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, CollectiveMainloop,
                                                               CollectiveEpilogue, TileScheduler>;
