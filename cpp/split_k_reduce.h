@@ -1,7 +1,7 @@
 // The second half of parallel split-K: the slices of K ran as separate thread blocks, each
 // writing its partial product (fp32; fp64 for fp64 inputs) into a workspace, and one pass adds
-// them in slice order and applies the epilogue, D = alpha * sum + beta * C. Deterministic (a
-// fixed order), and no slice waits for another, where serial split-K (each slice adding into D
+// them and applies the epilogue, D = alpha * sum + beta * C. Deterministic (a fixed order:
+// split_k_reduce.cu), and no slice waits for another, where serial split-K (each slice adding into D
 // after the previous one, a semaphore per tile) chains as many fix-ups as there are slices.
 // Used by the fallback (fallback_gemm.cu) and the CUTLASS SIMT kernels (cutlass_2x_gemm.cuh).
 #pragma once
