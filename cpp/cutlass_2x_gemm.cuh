@@ -8,7 +8,7 @@
 // covering at least SplitK::kMinKPerSlice of K and at most SplitK::kMaxSlices slices. Two ways:
 //  - parallel (SplitK::kParallel; needs fp32 C and D, the SIMT kernels): mode
 //    kGemmSplitKParallel writes each slice's product into the workspace and
-//    sum_split_k_partials (split_k_reduce.h) adds them in slice order with the epilogue. On the
+//    sum_split_k_partials (split_k_reduce.h) adds them in a fixed order with the epilogue. On the
 //    H100 the serial chain below cost the large-K fp32 workload 0.28 ms (0.82x cuBLAS): 33 slices
 //    a tile, each waiting for the one before to read and write its 128 x 128 tile of D.
 //  - serial (the SM80 kernels, whose D is bf16/f16: fp32 partials would need another

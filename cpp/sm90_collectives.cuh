@@ -22,7 +22,7 @@ namespace pycutlass_gemm {
 
 // Tile scheduler choice: K split into equal slices that run as the batch of the persistent kernel
 // (each slice's A and B reached through the batch stride), each slice's fp32 product written to
-// the workspace, then summed in slice order with the epilogue (split_k_reduce.h). For long K over
+// the workspace, then summed in a fixed order with the epilogue (split_k_reduce.h). For long K over
 // few output tiles (256 x 256 x 524288: 2 tiles of 128x256): every SM streams its slice of A and
 // B once -- a 2x1 cluster multicasts B to both halves of the 256 rows -- and no slice waits for
 // another, where stream-K's fix-up chains (deterministic) or contends (atomics).
