@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 import pycutlass_gemm as pg
 from pycutlass_gemm import _C
-from conftest import HAS_CUDA, matrix, rel, rel_error, tolerance
+from conftest import HAS_CUDA, matrix, poisoned, rel, rel_error, tolerance
 
 pytestmark = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
 
@@ -149,18 +149,20 @@ def test_side_stream():
     assert rel_error(out, a, b) < tolerance(torch.bfloat16, "ieee", 384)
 
 
-def _kernels_with_a_workspace(a, b):
-    """The kernels that can run a @ b and launch twice on a workspace: the fallback (split-K when its
-    tiles are fewer than the SMs) and, where built, the CUTLASS stream-K and split-K kernels."""
+def _kernels_with_a_workspace(a, b, out):
+    """The kernels that can run a @ b (into `out`, or a new tensor for None) and launch twice on a
+    workspace: the fallback (split-K when its tiles are fewer than the SMs) and, where built, the
+    CUTLASS stream-K and split-K kernels."""
     names = ["fallback"] + [k["name"] for k in pg.kernels()
                             if k["dtype"] == "bfloat16" and ("streamk" in k["name"] or "splitk" in k["name"])]
-    return [name for name in names if pg.can_run(name, a, b) == ""]
+    return [name for name in names if pg.can_run(name, a, b, out=out) == ""]
 
 
 @pytest.mark.parametrize("streams", ["shared", "own"])
 def test_threads(streams):
     """Eight threads at once, on the default stream or each on its own: auto and the kernels that
-    share the cached workspace of a stream, with shapes that make that workspace grow."""
+    share the cached workspace of a stream, with shapes that make that workspace grow, into new
+    outputs and into NaN-poisoned out= tensors."""
     errors = []
     runs = []
 
@@ -172,9 +174,10 @@ def test_threads(streams):
                 m, n, k = 128 + 64 * (i % 3), 256 + 8 * seed + 64 * (i % 4), 512 + 256 * (i % 5)
                 a = matrix(m, k, "row" if i % 2 else "col", torch.bfloat16, generator=g)
                 b = matrix(k, n, "col" if seed % 2 else "row", torch.bfloat16, generator=g)
-                variants = ["auto"] + _kernels_with_a_workspace(a, b)
+                out = poisoned(m, n, torch.bfloat16) if i % 2 else None  # NaN: an unwritten element shows
+                variants = ["auto"] + _kernels_with_a_workspace(a, b, out)
                 variant = variants[(i + seed) % len(variants)]
-                out = pg.gemm(a, b, variant=variant)
+                out = pg.gemm(a, b, variant=variant, out=out)
                 stream.synchronize()
                 err = rel_error(out, a, b)
                 runs.append(variant)
