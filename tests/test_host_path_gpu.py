@@ -149,13 +149,11 @@ def test_side_stream():
     assert rel_error(out, a, b) < tolerance(torch.bfloat16, "ieee", 384)
 
 
-def _kernels_with_a_workspace(a, b, out):
-    """The kernels that can run a @ b (into `out`, or a new tensor for None) and launch twice on a
-    workspace: the fallback (split-K when its tiles are fewer than the SMs) and, where built, the
-    CUTLASS stream-K and split-K kernels."""
-    names = ["fallback"] + [k["name"] for k in pg.kernels()
-                            if k["dtype"] == "bfloat16" and ("streamk" in k["name"] or "splitk" in k["name"])]
-    return [name for name in names if pg.can_run(name, a, b, out=out) == ""]
+def _kernels_with_a_workspace():
+    """The bf16 kernels that launch twice on a workspace: the fallback (split-K when its tiles are
+    fewer than the SMs) and, where built, the CUTLASS stream-K and split-K kernels."""
+    return ["fallback"] + [k["name"] for k in pg.kernels()
+                           if k["dtype"] == "bfloat16" and ("streamk" in k["name"] or "splitk" in k["name"])]
 
 
 @pytest.mark.parametrize("streams", ["shared", "own"])
@@ -165,6 +163,7 @@ def test_threads(streams):
     outputs and into NaN-poisoned out= tensors."""
     errors = []
     runs = []
+    with_workspace = _kernels_with_a_workspace()
 
     def work(seed):
         g = torch.Generator(device="cuda").manual_seed(seed)
@@ -175,7 +174,7 @@ def test_threads(streams):
                 a = matrix(m, k, "row" if i % 2 else "col", torch.bfloat16, generator=g)
                 b = matrix(k, n, "col" if seed % 2 else "row", torch.bfloat16, generator=g)
                 out = poisoned(m, n, torch.bfloat16) if i % 2 else None  # NaN: an unwritten element shows
-                variants = ["auto"] + _kernels_with_a_workspace(a, b, out)
+                variants = ["auto"] + [name for name in with_workspace if pg.can_run(name, a, b, out=out) == ""]
                 variant = variants[(i + seed) % len(variants)]
                 out = pg.gemm(a, b, variant=variant, out=out)
                 stream.synchronize()
