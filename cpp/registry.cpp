@@ -14,6 +14,9 @@ const std::vector<const GemmKernel*>& all_kernels() {
     register_naive_kernels(out);
     register_fallback_kernels(out);
     register_cutlass_kernels(out);
+#ifdef PYCUTLASS_GEMM_SMALL_MN
+    register_small_mn_kernels(out);
+#endif
     return out;
   }();
   return kernels;

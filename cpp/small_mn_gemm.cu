@@ -1,0 +1,334 @@
+// Products with a small side: M or N <= 32 against large K and a large other side, as in
+// `x @ W.T` at decode time (M = tokens) and its mirror. They are memory-bound on the big operand
+// (16 x 4096 x 4096 bf16 reads 33.6 MB of W for 0.5 GFLOP), and a tiled GEMM's 128-row tiles run
+// them at half of HBM (issue 10: cuBLAS reaches 48% of the floor). Here nothing stands between W
+// and the tensor cores: each warp loads W's rows straight from global memory into mma.sync
+// operand registers, 16 bytes a lane, no shared memory and no pipeline to fill.
+//
+// Both operands are read K-major (the package's rc layouts: A row-major, B column-major), so call
+// them X (R x K, the small side, R <= 32) and W (L x K). For small M, X = A and W = B^T, the output
+// O[r][l] = D[m][n]; for small N, X = B^T, W = A and O[r][l] = D[l][r].
+//
+// Fragments without shared memory: mma.m16n8k16 sums over its 16 k in any order, so a lane may
+// own any 4 of them as long as A's and B's fragments agree. Lane (g, t) = (lane / 4, lane % 4)
+// loads 8 consecutive k of one row, k0 + 8t .. k0 + 8t + 7, as one 16-byte word {x, y, z, w}, and
+// one 32-k step is two mmas: the first takes the word's x (the mma's k = 2t, 2t+1) and y (k = 2t+8,
+// 2t+9), the second z and w. W's word is B's fragment (n = g) as it stands; X's words of rows g and
+// g + 8 make A's. A lane's mma k maps to memory k = k0 + 8t + 4 * (which mma) + (0, 1, 2, 3) the
+// same way in both operands, and the 4 lanes of a group cover the 32 k exactly once.
+//
+// A block of S warps covers 8 * G rows of W (G groups of 8; a warp does all G) and splits K among
+// its warps in turns of U steps; the warps' sums meet in shared memory in a fixed order
+// (deterministic) and the block writes O = alpha * sum + beta * C. X is read by every block, so it
+// is loaded through L1 (a few blocks a multiprocessor share it); W is read once, past L1.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "registry.h"
+
+namespace pycutlass_gemm {
+namespace {
+
+constexpr int kMaxSmallSide = 32;  // rows of X: one or two m16 tiles
+constexpr int kStepK = 32;         // k one warp covers per step: 4 lanes x 8 elements
+constexpr int kMaxWarps = 8;       // warps of a block, splitting K
+
+struct SmallSideArgs {
+  const void* x;  // R x K, element (r, k) at x + r * x_ld + k, batch b at + b * x_batch
+  const void* w;  // L x K likewise
+  int64_t x_ld, x_batch, w_ld, w_batch;
+  void* out;      // O[r][l] at out + r * out_r + l * out_l + b * out_batch
+  int64_t out_r, out_l, out_batch;
+  const void* c;  // read only when beta != 0, with C's strides in the same roles
+  int64_t c_r, c_l, c_batch;
+  int64_t rows, len, k;  // R, L, K
+  float alpha, beta;
+};
+
+template <typename T> struct Mma;
+template <> struct Mma<__nv_bfloat16> {
+  static __device__ __forceinline__ void run(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                             uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+};
+template <> struct Mma<__half> {
+  static __device__ __forceinline__ void run(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                             uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+  }
+};
+
+template <typename T> __device__ __forceinline__ float to_float(T v);
+template <> __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <> __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
+template <typename T> __device__ __forceinline__ T from_float(float v);
+template <> __device__ __forceinline__ __nv_bfloat16 from_float(float v) { return __float2bfloat16_rn(v); }
+template <> __device__ __forceinline__ __half from_float(float v) { return __float2half_rn(v); }
+
+// W: read once, so not kept in L1, and first out of L2: its lines replace one another rather
+// than lines others will read or must write back (session 22's evict-first hint, cpp/
+// sm90_l2_hint_mainloop.cuh, took 16x4096x4096 from 0.87x to 0.92-0.95x cuBLAS).
+__device__ __forceinline__ uint64_t evict_first_policy() {
+  uint64_t policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+}
+__device__ __forceinline__ uint4 load_streaming(const void* p, uint64_t policy) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p), "l"(policy));
+  return v;
+}
+// X: read by every block, kept in L1.
+__device__ __forceinline__ uint4 load_cached(const void* p) { return __ldg(static_cast<const uint4*>(p)); }
+
+// The last step of K: `valid` of the 8 elements at p exist (<= 0: none), the rest read as zero
+// (both operands: memory past K may hold NaN, and NaN * 0 is NaN).
+template <typename T>
+__device__ __forceinline__ uint4 load_partial(const T* p, int64_t valid) {
+  union { uint4 v; T e[8]; } u;
+  u.v = make_uint4(0, 0, 0, 0);
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+    if (i < valid) u.e[i] = p[i];
+  return u.v;
+}
+
+// One warp's U steps of 32 k from k0: loads first (every load of the U steps in flight at once),
+// then the mmas. kTail: some of the steps reach past K.
+template <typename T, int kMTiles, int kGroups, int kUnroll, bool kTail>
+__device__ __forceinline__ void warp_steps(float (&acc)[kMTiles][kGroups][4], const T* const (&x_row)[2 * kMTiles],
+                                           const T* const (&w_row)[kGroups], int64_t k0, int64_t k, int t,
+                                           uint64_t w_policy) {
+  uint4 xv[kUnroll][2 * kMTiles], wv[kUnroll][kGroups];
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const int64_t kk = k0 + u * kStepK + 8 * t;  // this lane's first element (x_row and w_row hold + 8t)
+#pragma unroll
+    for (int i = 0; i < kGroups; ++i)
+      wv[u][i] = kTail ? load_partial(w_row[i] + k0 + u * kStepK, k - kk) : load_streaming(w_row[i] + k0 + u * kStepK, w_policy);
+#pragma unroll
+    for (int j = 0; j < 2 * kMTiles; ++j)
+      xv[u][j] = kTail ? load_partial(x_row[j] + k0 + u * kStepK, k - kk) : load_cached(x_row[j] + k0 + u * kStepK);
+  }
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u)
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+      const uint4 lo = xv[u][2 * mt], hi = xv[u][2 * mt + 1];  // X rows 16 mt + g and 16 mt + g + 8
+#pragma unroll
+      for (int i = 0; i < kGroups; ++i) {
+        Mma<T>::run(acc[mt][i], lo.x, hi.x, lo.y, hi.y, wv[u][i].x, wv[u][i].y);
+        Mma<T>::run(acc[mt][i], lo.z, hi.z, lo.w, hi.w, wv[u][i].z, wv[u][i].w);
+      }
+    }
+}
+
+template <typename T, int kMTiles, int kGroups, int kUnroll>
+__global__ void __launch_bounds__(kMaxWarps * 32) small_side_gemm_kernel(SmallSideArgs args) {
+  constexpr int kRegs = kMTiles * kGroups * 4;  // accumulators a lane holds
+  extern __shared__ float warp_sums[];          // [warp][kRegs][32 lanes]
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  const int g = lane / 4, t = lane % 4;
+  const int64_t batch = blockIdx.y, l0 = int64_t(blockIdx.x) * 8 * kGroups;
+
+  // Rows past R or L are read from row 0 instead: their products land only in accumulators that
+  // are never stored (each output of an mma depends on its own row and column alone).
+  const T* x = static_cast<const T*>(args.x) + batch * args.x_batch;
+  const T* w = static_cast<const T*>(args.w) + batch * args.w_batch;
+  const T* x_row[2 * kMTiles];
+  const T* w_row[kGroups];
+#pragma unroll
+  for (int j = 0; j < 2 * kMTiles; ++j) {
+    const int64_t r = g + 8 * j;
+    x_row[j] = x + (r < args.rows ? r : 0) * args.x_ld + 8 * t;
+  }
+#pragma unroll
+  for (int i = 0; i < kGroups; ++i) {
+    const int64_t l = l0 + 8 * i + g;
+    w_row[i] = w + (l < args.len ? l : 0) * args.w_ld + 8 * t;
+  }
+
+  float acc[kMTiles][kGroups][4] = {};
+  constexpr int64_t kWarpSpan = int64_t(kUnroll) * kStepK;
+  const int64_t block_span = warps * kWarpSpan, k = args.k;
+  int64_t k0 = warp * kWarpSpan;
+  const uint64_t w_policy = evict_first_policy();
+  for (; k0 + kWarpSpan <= k; k0 += block_span)
+    warp_steps<T, kMTiles, kGroups, kUnroll, false>(acc, x_row, w_row, k0, k, t, w_policy);
+  if (k0 < k) warp_steps<T, kMTiles, kGroups, kUnroll, true>(acc, x_row, w_row, k0, k, t, w_policy);
+
+  // The warps' partial sums, added in warp order.
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt)
+#pragma unroll
+    for (int i = 0; i < kGroups; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) warp_sums[(warp * kRegs + (mt * kGroups + i) * 4 + e) * 32 + lane] = acc[mt][i][e];
+  __syncthreads();
+  const T* c = static_cast<const T*>(args.c);
+  T* out = static_cast<T*>(args.out);
+  for (int idx = threadIdx.x; idx < kRegs * 32; idx += blockDim.x) {
+    const int reg = idx / 32, src_lane = idx % 32;
+    float sum = 0.0f;
+    for (int v = 0; v < warps; ++v) sum += warp_sums[(v * kRegs + reg) * 32 + src_lane];
+    // Accumulator e of (mt, i) in lane (g, t) is the mma's output (g + 8 (e / 2), 2t + e % 2).
+    const int mt = reg / (kGroups * 4), i = reg / 4 % kGroups, e = reg % 4;
+    const int64_t r = 16 * mt + src_lane / 4 + 8 * (e / 2);
+    const int64_t l = l0 + 8 * i + 2 * (src_lane % 4) + e % 2;
+    if (r >= args.rows || l >= args.len) continue;
+    float value = args.alpha * sum;
+    if (args.beta != 0.0f) value += args.beta * to_float(c[batch * args.c_batch + r * args.c_r + l * args.c_l]);
+    out[batch * args.out_batch + r * args.out_r + l * args.out_l] = from_float<T>(value);
+  }
+}
+
+// How one problem is laid out over the GPU.
+struct Launch {
+  int m_tiles;  // 16-row tiles of X: 1 or 2
+  int groups;   // 8-row groups of W a block covers: 1, 2 or 4
+  int warps;    // warps of a block, splitting K
+  int64_t blocks;
+};
+
+// The widest blocks that still give every multiprocessor one (fewer, wider blocks read X fewer
+// times), then enough warps to keep ~16 a multiprocessor loading (each has up to 8 KB in flight),
+// never more than K has turns for. PYCUTLASS_GEMM_SMALL_MN_LAUNCH="groups,warps" (groups 1, 2 or
+// 4; warps 1..8) overrides both, for tuning runs: read at every call, so one process can time each.
+Launch choose_launch(int64_t rows, int64_t len, int64_t k, int64_t batch, int sm_count) {
+  Launch c{rows <= 16 ? 1 : 2, 1, 1, 0};
+  const int64_t sms = sm_count > 0 ? sm_count : 132;
+  for (int groups : {4, 2}) {
+    if ((len + 8 * groups - 1) / (8 * groups) * batch >= sms) {
+      c.groups = groups;
+      break;
+    }
+  }
+  const int64_t unroll = c.m_tiles == 1 ? 4 : 2;
+  const int64_t turns = (k + unroll * kStepK - 1) / (unroll * kStepK);
+  c.blocks = (len + 8 * c.groups - 1) / (8 * c.groups) * batch;
+  const int64_t wanted = (16 * sms + c.blocks - 1) / c.blocks;
+  c.warps = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({kMaxWarps, wanted, turns})));
+  if (const char* env = std::getenv("PYCUTLASS_GEMM_SMALL_MN_LAUNCH")) {
+    int groups = 0, warps = 0;
+    if (std::sscanf(env, "%d,%d", &groups, &warps) == 2 && (groups == 1 || groups == 2 || groups == 4) &&
+        warps >= 1 && warps <= kMaxWarps) {
+      c.groups = groups;
+      c.warps = warps;
+      c.blocks = (len + 8 * c.groups - 1) / (8 * c.groups) * batch;
+    }
+  }
+  return c;
+}
+
+template <typename T, int kMTiles, int kGroups>
+void launch_small_side(const SmallSideArgs& args, const Launch& c, int64_t batch, cudaStream_t stream) {
+  constexpr int kUnroll = kMTiles == 1 ? 4 : 2;
+  const size_t smem = size_t(c.warps) * kMTiles * kGroups * 4 * 32 * sizeof(float);  // <= 32 KB
+  const dim3 grid(static_cast<unsigned>(c.blocks / batch), static_cast<unsigned>(batch));
+  small_side_gemm_kernel<T, kMTiles, kGroups, kUnroll><<<grid, c.warps * 32, smem, stream>>>(args);
+}
+
+template <typename T>
+void launch_small_side(const SmallSideArgs& args, const Launch& c, int64_t batch, cudaStream_t stream) {
+  if (c.m_tiles == 1) {
+    if (c.groups == 4) return launch_small_side<T, 1, 4>(args, c, batch, stream);
+    if (c.groups == 2) return launch_small_side<T, 1, 2>(args, c, batch, stream);
+    return launch_small_side<T, 1, 1>(args, c, batch, stream);
+  }
+  if (c.groups == 4) return launch_small_side<T, 2, 4>(args, c, batch, stream);
+  if (c.groups == 2) return launch_small_side<T, 2, 2>(args, c, batch, stream);
+  return launch_small_side<T, 2, 1>(args, c, batch, stream);
+}
+
+class SmallSideGemm final : public GemmKernel {
+ public:
+  explicit SmallSideGemm(DType dtype)
+      : info_{std::string("small_mn_") + (dtype == DType::BF16 ? "bf16" : "f16") + "_rc",
+              "small_mn",
+              dtype,
+              Precision::Ieee,
+              Layout::Row,
+              Layout::Col,
+              80,
+              999,
+              "M or N <= 32: W streamed into mma.sync fragments, K split over a block's warps",
+              8,
+              // Below every CUTLASS kernel until measured against them: auto takes it only where
+              // nothing faster than the fallback can run the problem.
+              1,
+              true,  // C may be F.linear's bias row: the epilogue reads C through its strides
+              1} {}
+
+  const KernelInfo& info() const override { return info_; }
+
+  std::string can_implement(const GemmProblem& p) const override {
+    std::string why = check_common(info_, p);
+    if (!why.empty()) return why;
+    if (std::min(p.m, p.n) > kMaxSmallSide)
+      return "needs M or N <= " + std::to_string(kMaxSmallSide) + ", problem is " + std::to_string(p.m) + " x " +
+             std::to_string(p.n);
+    if (p.batch > 65535) return "at most 65535 batches";
+    return "";
+  }
+
+  void run(const GemmProblem& p, void*) const override {
+    if (p.m == 0 || p.n == 0 || p.batch == 0) return;
+    const bool small_m = p.m <= p.n;  // the smaller side is X; the larger spreads over the blocks
+    SmallSideArgs args{};
+    const MatrixRef& x = small_m ? p.a : p.b;
+    const MatrixRef& w = small_m ? p.b : p.a;
+    // A is row-major (row stride: its ld) and B column-major (column stride: its ld); X and W
+    // are their K-major views.
+    args.x = x.ptr;
+    args.x_ld = small_m ? p.a.ld(Layout::Row) : p.b.ld(Layout::Col);
+    args.x_batch = x.batch_stride;
+    args.w = w.ptr;
+    args.w_ld = small_m ? p.b.ld(Layout::Col) : p.a.ld(Layout::Row);
+    args.w_batch = w.batch_stride;
+    args.out = const_cast<void*>(p.d.ptr);
+    args.out_r = small_m ? p.d.row_stride : p.d.col_stride;
+    args.out_l = small_m ? p.d.col_stride : p.d.row_stride;
+    args.out_batch = p.d.batch_stride;
+    args.c = p.c.ptr;
+    args.c_r = small_m ? p.c.row_stride : p.c.col_stride;
+    args.c_l = small_m ? p.c.col_stride : p.c.row_stride;
+    args.c_batch = p.c.batch_stride;
+    args.rows = small_m ? p.m : p.n;
+    args.len = small_m ? p.n : p.m;
+    args.k = p.k;
+    args.alpha = static_cast<float>(p.alpha);
+    args.beta = static_cast<float>(p.beta);
+    const Launch launch = choose_launch(args.rows, args.len, args.k, p.batch, p.sm_count);
+    const cudaStream_t stream = reinterpret_cast<cudaStream_t>(p.stream);
+    if (p.dtype == DType::BF16)
+      launch_small_side<__nv_bfloat16>(args, launch, p.batch, stream);
+    else
+      launch_small_side<__half>(args, launch, p.batch, stream);
+    check_launch(info_.name.c_str());
+  }
+
+ private:
+  KernelInfo info_;
+};
+
+}  // namespace
+
+void register_small_mn_kernels(std::vector<const GemmKernel*>& out) {
+  static const SmallSideGemm kernels[] = {SmallSideGemm(DType::BF16), SmallSideGemm(DType::F16)};
+  for (const SmallSideGemm& k : kernels) out.push_back(&k);
+}
+
+}  // namespace pycutlass_gemm

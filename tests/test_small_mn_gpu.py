@@ -1,0 +1,98 @@
+"""The small-M/N kernels (cpp/small_mn_gemm.cu: M or N <= 32, A row-major, B column-major) against
+float64 and the fallback. They are built only with -DPYCUTLASS_GEMM_SMALL_MN=ON until these tests
+have passed on a GPU; without them every test here skips.
+
+Each case: fresh random inputs, a NaN-poisoned row-major output, the small side on either operand
+(X = A for small M, X = B^T for small N), K that ends inside a 16-byte word and inside a 32-k step,
+leading dimensions longer than the rows, batches, beta with a full C and with F.linear's bias row.
+"""
+
+import pytest
+import torch
+
+import pycutlass_gemm as pg
+from conftest import dtype_id, gpu, poisoned, rel, tolerance
+from cutlass_cases import operand
+
+pytestmark = [pytest.mark.gpu, gpu]
+
+KERNELS = {"bfloat16": "small_mn_bf16_rc", "float16": "small_mn_f16_rc"}
+DTYPES = [torch.bfloat16, torch.float16]
+# (m, n, k): decode shapes (x @ W.T), their mirror, one and two 16-row tiles and ragged ones,
+# one output row or column, K past a 16-byte word (K % 8) and past a 32-k step, K of one word,
+# K longer than a block's warps cover in one turn, and a long K.
+SHAPES = [(16, 4096, 4096), (1, 4096, 4096), (7, 1000, 520), (17, 264, 1032), (32, 2048, 1024),
+          (4096, 16, 4096), (1000, 1, 520), (264, 25, 1032), (5, 9, 64), (16, 520, 1001), (3, 136, 8),
+          (16, 136, 24), (31, 72, 4104), (8, 264, 65544)]
+
+
+def built(dtype: torch.dtype) -> str:
+    name = KERNELS[dtype_id(dtype)]
+    if name not in {k["name"] for k in pg.kernels()}:
+        pytest.skip(f"{name} is not built (configure with -DPYCUTLASS_GEMM_SMALL_MN=ON)")
+    return name
+
+
+def operands(m, n, k, dtype, *, pad=0, batch=1):
+    """A (row-major, leading dimension a multiple of 8 elements plus `pad` x 8) and B
+    (column-major likewise): the kernel's 16-byte alignment with rows longer than K."""
+    lead = -k % 8 + 8 * pad
+    a = operand(m, k, "row", dtype, pad=lead, batch=batch, batch_align=8)
+    b = operand(k, n, "col", dtype, pad=lead, batch=batch, batch_align=8)
+    return a, b
+
+
+def check(name, a, b, c, out, *, alpha=1.0, beta=0.0):
+    k = a.shape[-1]
+    assert pg.can_run(name, a, b, c, beta=beta, out=out) == "", "the case must exercise the kernel"
+    pg.gemm(a, b, c, alpha=alpha, beta=beta, variant=name, out=out)
+    ref = alpha * torch.matmul(a.double(), b.double())
+    if c is not None:
+        ref = ref + beta * c.double()
+    err, tol = rel(out, ref), tolerance(out.dtype, "ieee", k)
+    oracle = pg.gemm(a, b, c, alpha=alpha, beta=beta, variant="fallback")
+    vs_fallback = rel(out, oracle)
+    print(f"{name} {tuple(a.shape)} @ {tuple(b.shape)}: error vs fp64 {err:.2e}, vs fallback {vs_fallback:.2e} "
+          f"(tol {tol:.0e})")
+    assert not torch.isnan(out).any(), "an output was not written"
+    assert err < tol, f"error vs float64 {err:.2e} >= {tol:.0e}"
+    assert vs_fallback < 2 * tol, f"differs from the fallback by {vs_fallback:.2e}"
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("m, n, k", SHAPES, ids=str)
+def test_small_mn_matches_float64_and_fallback(dtype, m, n, k):
+    name = built(dtype)
+    a, b = operands(m, n, k, dtype)
+    check(name, a, b, None, poisoned(m, n, dtype))
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("m, n, k", [(16, 1000, 1032), (1000, 16, 1032)], ids=str)
+def test_small_mn_batched_padded(dtype, m, n, k):
+    name = built(dtype)
+    a, b = operands(m, n, k, dtype, pad=1, batch=3)
+    out = torch.full((3, m, n), float("nan"), dtype=dtype, device="cuda")
+    check(name, a, b, None, out)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("m, n, k", [(12, 1000, 1032), (1000, 12, 1032)], ids=str)
+def test_small_mn_epilogue(dtype, m, n, k):
+    """alpha and beta with a row-major C, and F.linear's bias row (beta 1)."""
+    name = built(dtype)
+    a, b = operands(m, n, k, dtype)
+    c = torch.randn(m, n, device="cuda").to(dtype)
+    check(name, a, b, c, poisoned(m, n, dtype), alpha=0.75, beta=-1.5)
+    bias = torch.randn(n, device="cuda").to(dtype).expand(m, n)
+    check(name, a, b, bias, poisoned(m, n, dtype), beta=1.0)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
+def test_small_mn_refuses_what_it_cannot_run(dtype):
+    name = built(dtype)
+    a, b = operands(33, 33, 64, dtype)
+    assert "needs M or N <= 32" in pg.can_run(name, a, b)
+    a, b = operands(16, 256, 64, dtype)
+    assert "built for row-major A, A is col-major" in pg.can_run(name, a.T.contiguous().T, b)
+    assert "built for col-major B, B is row-major" in pg.can_run(name, a, b.contiguous())
