@@ -1,0 +1,214 @@
+// How an SM90 CUTLASS kernel ranks itself for a problem (GemmKernel::priority): the rules and the
+// measurements behind them. Auto dispatch (registry.cpp) tries the kernels that can run a problem in
+// decreasing priority wherever no measured table decides. Host code only; CutlassSm90Gemm
+// (cutlass_sm90_gemm.cuh) asks Sm90Priority<itself>::of with its registered priority.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "cute/tensor.hpp"
+#include "gemm_problem.h"
+#include "sm90_collectives.cuh"
+
+namespace pycutlass_gemm {
+
+// Counting tiles, in tiles of the user's D.
+namespace sm90_tiles {
+
+// The SMs p is planned for (an H100's 132 where the caller gave none).
+inline int64_t sm_count_of(const GemmProblem& p) { return p.sm_count > 0 ? p.sm_count : 132; }
+
+// Output tiles of p in tiles of tile_m x tile_n of the user's D.
+inline int64_t tiles_of(const GemmProblem& p, int64_t tile_m, int64_t tile_n) {
+  return ((p.m + tile_m - 1) / tile_m) * ((p.n + tile_n - 1) / tile_n) * p.batch;
+}
+
+// The share of the work the SMs' waves of tile_m x tile_n tiles do that is p's output (tiles
+// padded past p's edges and the idle SMs of the last wave are not): 1 for a perfect fit.
+inline double wave_fill(const GemmProblem& p, int64_t tile_m, int64_t tile_n) {
+  const int64_t sms = sm_count_of(p);
+  const int64_t tiles = tiles_of(p, tile_m, tile_n);
+  if (tiles <= 0) return 0.0;
+  const int64_t waves = (tiles + sms - 1) / sms;
+  return static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.batch) /
+         (static_cast<double>(waves * sms) * static_cast<double>(tile_m * tile_n));
+}
+
+}  // namespace sm90_tiles
+
+// Gemm: a CutlassSm90Gemm, read for its choices (element, tile, cluster, schedules, flags).
+template <class Gemm>
+class Sm90Priority {
+  using Element = typename Gemm::Element;
+  using ClusterShape = typename Gemm::ClusterShape;
+  using MainloopSchedule = typename Gemm::MainloopSchedule;
+  static constexpr int kTileM = Gemm::kTileM, kTileN = Gemm::kTileN;
+  static constexpr bool kTransposed = Gemm::kTransposed, kStreamK = Gemm::kStreamK, kSplitK = Gemm::kSplitK,
+                        kBias = Gemm::kBias, kAnyOutput = Gemm::kAnyOutput, kUnalignedInputs = Gemm::kUnalignedInputs;
+
+  static int64_t sm_count_of(const GemmProblem& p) { return sm90_tiles::sm_count_of(p); }
+  static int64_t tiles_of(const GemmProblem& p, int64_t tile_m, int64_t tile_n) {
+    return sm90_tiles::tiles_of(p, tile_m, tile_n);
+  }
+  static double wave_fill(const GemmProblem& p, int64_t tile_m, int64_t tile_n) {
+    return sm90_tiles::wave_fill(p, tile_m, tile_n);
+  }
+  // Output tiles of p in the kernel's own M and N (the user's N and M when computing D^T).
+  static int64_t tiles_of(const GemmProblem& p) {
+    return kTransposed ? tiles_of(p, kTileN, kTileM) : tiles_of(p, kTileM, kTileN);
+  }
+  // wave_fill of the kernel's own tiles, in the user's D (a tile of D^T is kTileN x kTileM of D).
+  static double own_wave_fill(const GemmProblem& p) {
+    return kTransposed ? wave_fill(p, kTileN, kTileM) : wave_fill(p, kTileM, kTileN);
+  }
+  // Whether the kernel's tiles fill at least half the SMs and their waves compute at least `fill` of
+  // the output (the wave-fill rules: 128x192 tiles of D and of D^T, 192x192 tiles).
+  static bool fills_waves(const GemmProblem& p, double fill) {
+    return 2 * tiles_of(p) >= sm_count_of(p) && own_wave_fill(p) >= fill;
+  }
+
+ public:
+  // A persistent kernel gives each output tile to one SM, so when its tiles fill the waves of SMs
+  // poorly -- fewer tiles than SMs (the large-K workload: 2 tiles of 128x256 for 132 SMs; a
+  // weight gradient of 1024 x 1024: 32 tiles), or a last wave mostly empty -- it ranks below the
+  // stream-K kernels (priority 90): their 128x128 tiles are twice as many, and where that is
+  // still too few, stream-K splits K across the idle SMs.
+  static constexpr int kPoorWavesPriority = 80;
+  static constexpr double kPoorWaveEfficiency = 0.6;  // tiles / (waves x SMs) below this
+  // A bias kernel is for bias rows; on other problems its plain twin (or anything else) goes first.
+  static constexpr int kWithoutBiasPriority = 60;
+  // A kernel that swaps A and B for its own sake (not tf32's K-major need: see kTransposed) with a
+  // narrow N tile is for few rows of the user's M: first for m up to that width, last otherwise.
+  static constexpr bool kSmallM = kTransposed && !std::is_same_v<Element, float> && kTileN < 128;
+  static constexpr int kSmallMPriority = 110, kNotSmallMPriority = 40;
+  // A tile narrower than 128 (N 64: attention's head dimension, batches of narrow products) is for
+  // problems no wider than it, where a wider tile's wgmmas would multiply padding: first there
+  // (unless its tiles leave SMs idle, as for any persistent kernel), behind the others elsewhere.
+  static constexpr bool kNarrowN = !kTransposed && kTileN < 128;
+  static constexpr int kNarrowPriority = 105, kNotNarrowPriority = 60;
+  // Tiles of 128 x (64 or 128) in clusters of 1x2 (A multicast to the two N tiles of a cluster: a
+  // third to a quarter less traffic from L2 a k tile) are for problems of at least two N tiles whose
+  // tiles fill one wave at least half, where a wider tile leaves SMs idle and stream-K's fix-ups cost:
+  // 1024x1024x4096 bf16 128x64 c1x2 0.022 ms (c1x1 0.026, stream-K 128x128 0.030), 1024x2048x4096 cr
+  // 128x128 c1x2 0.028 (128x64 c1x2 0.039, stream-K 0.035, 128x256 c2x1 0.045). First there, behind
+  // the others elsewhere (for n <= the tile's N a cluster's second CTA has no tile; long K over fewer
+  // tiles is split-K's: 256x256x524288).
+  static constexpr bool kOneWavePair = kTileM == 128 && kTileN <= 128 && cute::size<0>(ClusterShape{}) == 1 &&
+                                      cute::size<1>(ClusterShape{}) == 2 && !kTransposed && !kStreamK &&
+                                      !kSplitK && !kBias && !kAnyOutput && !kUnalignedInputs;
+  static constexpr int kOneWavePairPriority = 102, kNotOneWavePairPriority = 55;
+  // Tiles of 128x192 are for problems whose 128x256 tiles leave much of their last wave idle and
+  // 128x192 ones fill it: 3072^3 has 288 tiles of 128x256 for 132 SMs (three waves, the last 18%
+  // full) and 384 of 128x192 (97%): 0.081 ms against 0.102 on the H100 (cuBLAS runs 192-wide tiles
+  // there, 0.077). First where its tiles fill at least half the SMs and the SMs' waves of them
+  // compute at least kWaveFillGain more of the output than those of 128x256 tiles (wave_fill),
+  // behind the others elsewhere: per flop it is behind 128x256 (4096^3: 0.221 ms against 0.170, 704
+  // tiles against 512), and fewer tiles are stream-K's or split-K's (256x256x524288: 4 tiles).
+  static constexpr bool kWaveFill = kTileM == 128 && kTileN == 192 && !kTransposed && !kStreamK && !kSplitK &&
+                                    !kBias && !kUnalignedInputs;
+  static constexpr double kWaveFillGain = 1.15;
+  static constexpr int kWaveFillPriority = 101, kNotWaveFillPriority = 50;
+  // The same tile computing D^T = B^T A^T is a 192 x 128 tile of D (the user's M on its 192 side),
+  // for problems whose M fills 192-row tiles where neither 128x256 nor 128x192 tiles fill the SMs'
+  // waves: 3072x1024x4096 has 96 tiles of 128x256 for 132 SMs (the one wave 73% full), 144 of
+  // 128x192 (two waves, 49%) and 128 of 192x128 (97%); cuBLAS runs 128x192 tiles of D^T there. First
+  // (ahead of kWaveFill's 101) where its waves compute kWaveFillGain more of the output than both.
+  static constexpr bool kWaveFillTransposed = kTileM == 128 && kTileN == 192 && kTransposed &&
+                                              !std::is_same_v<Element, float> && !kStreamK && !kSplitK && !kBias;
+  static constexpr int kWaveFillTransposedPriority = 103;
+  // Split-K in parallel is for long K over few tiles (it runs only where K splits into at least
+  // half as many equal slices as the SMs need: split_k_slices): at its registered priority (95,
+  // ahead of stream-K; the 128x256 tile 96) where the tiles fill at most a quarter of the SMs
+  // (1024x1024x16384 bf16, 32 tiles of 128x256: 0.065 ms against stream-K's 0.085),
+  // behind everything else otherwise (its partial products cost slices x m x n x 4 bytes of
+  // traffic, the most where m x n is large), and a tile wider than 128 also where its N (the
+  // user's M when computing D^T) is at most 128 (half its columns padding: 128x128x262144 bf16 ran
+  // 0.085 ms on 128x256 against 0.070 on 128x128).
+  static constexpr int kNotLongKPriority = 45;
+  // The any-alignment mainloops (staged: 76, 79 with D by TMA; ahead of the SM80 kernels' 70-75)
+  // do not split K, and the SM80 kernels do (serially) where their tiles cannot fill the SMs. H100 sweep of the
+  // unaligned classes, staged 128x128 against SM80 (median speed ratio): 0.42-0.91x for K >= 4096
+  // over at most a quarter of the SMs' worth of tiles, 0.75x for K = 65535 over fewer tiles than
+  // SMs, and 0.3x for K < 32 (a 64-deep k tile of padding) over many tiles: behind SM80 there.
+  static constexpr int kUnalignedYieldPriority = 68;
+  // The staged mainloop's 128x256 tile (half the shared-memory traffic a flop of the 128x128
+  // tile's) is for problems whose tiles fill at least half the SMs; with fewer, the 128x128 tile's
+  // twice as many keep more SMs busy (H100, 2048x1001x2048 bf16: 0.078 ms against 0.048).
+  static constexpr bool kWideStaged = kUnalignedInputs && kTileN > 128;
+  static constexpr int kWideStagedBonus = 1, kWideStagedPenalty = 10;
+  // The 192-wide staged tile is 13% behind the 256-wide one per flop; it is for problems whose
+  // tiles of it fill one wave of SMs at least 90% (1000x3000x777: 128 tiles for 132 SMs, where
+  // 128x256 has 96: 0.031 ms against 0.033), first there and behind every staged kernel elsewhere.
+  static constexpr bool k192Staged = kUnalignedInputs && kTileN == 192;
+  static constexpr double k192StagedMinFill = 0.9;
+  static constexpr int k192StagedBonus = 2;
+  // The 64-wide staged tile is for problems whose tiles of it fit one wave, where the 128-wide
+  // tile's half as many leave SMs idle (777^3: 91 tiles against 49; 0.024 ms against 0.028);
+  // first there, behind every staged kernel where it takes more than one wave.
+  static constexpr bool kNarrowStaged = kUnalignedInputs && kTileN == 64;
+  static constexpr int kNarrowStagedBonus = 2;
+  // The N-split 192-row tile (KernelTmaWarpSpecializedCooperativeSplitN) is a tuning candidate, behind
+  // 128x192 wherever measured (3072^3 bf16: 0.088 ms against 0.082): built as persistent (100), it
+  // ranks at kSplitNPriority everywhere, so auto never picks it unless a measurement says where.
+  static constexpr bool kSplitN = std::is_same_v<MainloopSchedule, KernelTmaWarpSpecializedCooperativeSplitN>;
+  static constexpr int kSplitNPriority = 50;
+  // 192x192 tiles of three consumer warpgroups along M (KernelTmaWarpSpecializedCooperative3WG,
+  // sm90_three_warpgroup_kernel.cuh) are for problems whose tiles of it fill half the SMs and whose
+  // waves of them compute kWaveFillGain more of the output than 128x256 tiles and at least as much as
+  // 128x192 tiles of D or of D^T (3072^3: 256 tiles, two waves 97% full, as 384 of 128x192: 0.080 ms
+  // against 0.082; 3072x1536x4096 cr: 128 tiles, one wave, 0.053 against 0.069): first there (ahead
+  // of kWaveFillTransposed's 103), behind the others elsewhere (per flop it is behind 128x256:
+  // 4096^3 0.217 ms against 0.176; 6144^3 0.567 against 0.563).
+  static constexpr bool kThreeWarpgroups = std::is_same_v<MainloopSchedule, KernelTmaWarpSpecializedCooperative3WG>;
+  static constexpr int kThreeWarpgroupsPriority = 104;
+
+
+  // The kernel's priority for p; `registered`: the one it was registered with (KernelInfo).
+  static int of(const GemmProblem& p, int registered) {
+    if constexpr (kUnalignedInputs) {
+      const int64_t sms = sm_count_of(p), tiles = tiles_of(p);
+      if (p.k < 32 || (p.k >= 4096 && tiles * 4 <= sms) || (p.k >= 32768 && tiles < sms))
+        return kUnalignedYieldPriority;
+      if constexpr (kNarrowStaged)
+        return tiles <= sms ? registered + kNarrowStagedBonus : registered - kWideStagedPenalty;
+      if constexpr (k192Staged)
+        return tiles <= sms && tiles >= k192StagedMinFill * static_cast<double>(sms) ? registered + k192StagedBonus
+                                                                                    : registered - kWideStagedPenalty;
+      if constexpr (kWideStaged)
+        return tiles * 2 >= sms ? registered + kWideStagedBonus : registered - kWideStagedPenalty;
+      return registered;
+    }
+    if constexpr (kSplitN) return kSplitNPriority;
+    if constexpr (kThreeWarpgroups)
+      return fills_waves(p, kWaveFillGain * wave_fill(p, 128, 256)) &&
+                     own_wave_fill(p) >= std::max(wave_fill(p, 128, 192), wave_fill(p, 192, 128))
+                 ? kThreeWarpgroupsPriority
+                 : kNotWaveFillPriority;
+    if constexpr (kSplitK && !kSmallM)
+      return tiles_of(p) * 4 <= p.sm_count && (kTileN <= 128 || (kTransposed ? p.m : p.n) > 128) ? registered
+                                                                                                   : kNotLongKPriority;
+    if constexpr (kSmallM) return p.m <= kTileN ? kSmallMPriority : kNotSmallMPriority;
+    if (kBias && !has_bias_row(p)) return kWithoutBiasPriority;
+    if constexpr (kWaveFill)
+      return fills_waves(p, kWaveFillGain * wave_fill(p, 128, 256)) ? kWaveFillPriority : kNotWaveFillPriority;
+    if constexpr (kWaveFillTransposed)
+      return fills_waves(p, kWaveFillGain * std::max(wave_fill(p, 128, 256), wave_fill(p, 128, 192)))
+                 ? kWaveFillTransposedPriority
+                 : kNotWaveFillPriority;
+    if constexpr (kOneWavePair) {
+      const int64_t tiles = tiles_of(p), sms = sm_count_of(p);
+      return p.n > kTileN && tiles <= sms && 2 * tiles >= sms ? kOneWavePairPriority : kNotOneWavePairPriority;
+    }
+    if (kNarrowN && p.n > kTileN) return kNotNarrowPriority;
+    const int base = kNarrowN ? kNarrowPriority : registered;
+    if (kStreamK || p.sm_count <= 0) return base;
+    const int64_t tiles = tiles_of(p);
+    const int64_t waves = (tiles + p.sm_count - 1) / p.sm_count;
+    const bool poor_waves = tiles < kPoorWaveEfficiency * static_cast<double>(waves * p.sm_count);
+    return poor_waves ? std::min(base, kPoorWavesPriority) : base;
+  }
+};
+
+}  // namespace pycutlass_gemm
