@@ -21,14 +21,13 @@
 // its warps in turns of U steps; the warps' sums meet in shared memory in a fixed order
 // (deterministic) and the block writes O = alpha * sum + beta * C. X is read by every block, so it
 // is loaded through L1 (a few blocks a multiprocessor share it); W is read once, past L1.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <type_traits>
 
 #include "registry.h"
+#include "strided_gemm.cuh"  // to_acc, from_acc
 
 namespace pycutlass_gemm {
 namespace {
@@ -49,32 +48,21 @@ struct SmallSideArgs {
   float alpha, beta;
 };
 
-template <typename T> struct Mma;
-template <> struct Mma<__nv_bfloat16> {
-  static __device__ __forceinline__ void run(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+// D += A B for one m16n8k16 tile in fp32, A and B bf16 or fp16 (T).
+template <typename T>
+__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                              uint32_t b0, uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  }
-};
-template <> struct Mma<__half> {
-  static __device__ __forceinline__ void run(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                             uint32_t b0, uint32_t b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-  }
-};
-
-template <typename T> __device__ __forceinline__ float to_float(T v);
-template <> __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <> __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
-template <typename T> __device__ __forceinline__ T from_float(float v);
-template <> __device__ __forceinline__ __nv_bfloat16 from_float(float v) { return __float2bfloat16_rn(v); }
-template <> __device__ __forceinline__ __half from_float(float v) { return __float2half_rn(v); }
+#define PYCUTLASS_GEMM_MMA(type)                                                                          \
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." type "." type                                    \
+               ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                          \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                          \
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1))
+  if constexpr (std::is_same_v<T, __nv_bfloat16>)
+    PYCUTLASS_GEMM_MMA("bf16");
+  else
+    PYCUTLASS_GEMM_MMA("f16");
+#undef PYCUTLASS_GEMM_MMA
+}
 
 // W: read once, so not kept in L1, and first out of L2: its lines replace one another rather
 // than lines others will read or must write back (session 22's evict-first hint, cpp/
@@ -130,8 +118,8 @@ __device__ __forceinline__ void warp_steps(float (&acc)[kMTiles][kGroups][4], co
       const uint4 lo = xv[u][2 * mt], hi = xv[u][2 * mt + 1];  // X rows 16 mt + g and 16 mt + g + 8
 #pragma unroll
       for (int i = 0; i < kGroups; ++i) {
-        Mma<T>::run(acc[mt][i], lo.x, hi.x, lo.y, hi.y, wv[u][i].x, wv[u][i].y);
-        Mma<T>::run(acc[mt][i], lo.z, hi.z, lo.w, hi.w, wv[u][i].z, wv[u][i].w);
+        mma_m16n8k16<T>(acc[mt][i], lo.x, hi.x, lo.y, hi.y, wv[u][i].x, wv[u][i].y);
+        mma_m16n8k16<T>(acc[mt][i], lo.z, hi.z, lo.w, hi.w, wv[u][i].z, wv[u][i].w);
       }
     }
 }
@@ -190,8 +178,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32) small_side_gemm_kernel(SmallSi
     const int64_t l = l0 + 8 * i + 2 * (src_lane % 4) + e % 2;
     if (r >= args.rows || l >= args.len) continue;
     float value = args.alpha * sum;
-    if (args.beta != 0.0f) value += args.beta * to_float(c[batch * args.c_batch + r * args.c_r + l * args.c_l]);
-    out[batch * args.out_batch + r * args.out_r + l * args.out_l] = from_float<T>(value);
+    if (args.beta != 0.0f) value += args.beta * to_acc<float>(c[batch * args.c_batch + r * args.c_r + l * args.c_l]);
+    out[batch * args.out_batch + r * args.out_r + l * args.out_l] = from_acc<T>(value);
   }
 }
 
