@@ -218,6 +218,23 @@ def test_192x192_tiles_where_they_fill_the_waves():
                 assert "192x192" not in rules(m, n, k, lay)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_small_mn_kernels_say_what_they_cannot_run(dtype):
+    """The small-M/N kernels (built with -DPYCUTLASS_GEMM_SMALL_MN=ON; their GPU tests:
+    test_small_mn_gpu.py) take M or N <= 32 with A row-major, B column-major, 16-byte rows."""
+    name = f"small_mn_{DTYPE_TAG[dtype]}_rc"
+    if name not in {k["name"] for k in pg.kernels()}:
+        pytest.skip(f"{name} is not built")
+    mk = lambda rows, cols, layout: matrix(rows, cols, layout, dtype, device="meta")  # noqa: E731
+    assert pg.can_run(name, mk(16, 4096, "row"), mk(4096, 4096, "col"), arch=90) == ""
+    assert pg.can_run(name, mk(4096, 4096, "row"), mk(4096, 16, "col"), arch=80) == ""
+    assert "needs M or N <= 32" in pg.can_run(name, mk(33, 64, "row"), mk(64, 33, "col"), arch=90)
+    assert "built for row-major A, A is col-major" in pg.can_run(name, mk(16, 64, "col"), mk(64, 256, "col"), arch=90)
+    assert "built for col-major B, B is row-major" in pg.can_run(name, mk(16, 64, "row"), mk(64, 256, "row"), arch=90)
+    assert "multiple of 8 elements" in pg.can_run(name, mk(16, 777, "row"), mk(777, 256, "col"), arch=90)
+    assert "needs compute capability" in pg.can_run(name, mk(16, 64, "row"), mk(64, 256, "col"), arch=75)
+
+
 def test_default_precision_follows_torch():
     saved = torch.get_float32_matmul_precision()
     try:
