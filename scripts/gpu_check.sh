@@ -9,9 +9,8 @@
 # extension with the machine's own torch, pybind11 and scikit-build-core (--no-build-isolation),
 # and runs the whole test suite. SKBUILD_CMAKE_DEFINE="PYCUTLASS_GEMM_KERNELS=<regex>" builds a
 # subset (";PYCUTLASS_GEMM_TUNING=ON" adds the tuning candidates, ";PYCUTLASS_GEMM_SMALL_MN=ON" the
-# small-M/N kernels). Set SKIP_TESTS=1 to only build,
-# OUT to keep the build log and the built wheel there (carry that wheel back in PREBUILT=dir to
-# install it instead of building).
+# small-M/N kernels). Set SKIP_TESTS=1 to only build, OUT to keep the build log and the built wheel
+# there (carry that wheel back in PREBUILT=dir to install it instead of building).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 log=${OUT:-/tmp}/build.log
