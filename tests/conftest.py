@@ -6,8 +6,14 @@ import time
 import pytest
 import torch
 
+import pycutlass_gemm as pg
+
 HAS_CUDA = torch.cuda.is_available()
 gpu = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
+# A build with a subset of the CUTLASS kernels (PYCUTLASS_GEMM_KERNELS=none, say) plans most
+# problems onto the fallback: tests that need auto to have a faster kernel skip there.
+cutlass_built = pytest.mark.skipif(not any(k["family"].startswith("cutlass") for k in pg.kernels()),
+                                   reason="needs the CUTLASS kernels (a build with PYCUTLASS_GEMM_KERNELS=none has none)")
 
 # ‖out − ref‖/‖ref‖ against float64, per precision, for K up to 8192. Rounding error of a length-K
 # sum grows like sqrt(K), so longer sums get proportionally more room (x8 at K = 524288); a wrong

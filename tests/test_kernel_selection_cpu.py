@@ -16,7 +16,7 @@ import torch
 import pycutlass_gemm as pg
 from pycutlass_gemm import _C, autotuning, heuristics, tune_sweep, tune_timing
 from pycutlass_gemm import launch as _launch
-from conftest import WallClockEvent, matrix
+from conftest import WallClockEvent, cutlass_built, matrix
 
 
 def meta(rows, cols, layout="row", dtype=torch.bfloat16):
@@ -59,6 +59,7 @@ def test_shipped_tables_load_and_name_their_device():
         assert all(1000 <= permille <= 1000 * heuristics.SLOWEST_KEPT for p in points for permille in p[6::2])
 
 
+@cutlass_built
 def test_plan_takes_the_nearest_measured_point_of_the_class_and_says_so(tables):
     a, b = meta(4096, 1024), meta(1024, 4096, "col")
     assert heuristics.problem_class(a, b) == "bfloat16 ieee row col aligned"
@@ -224,6 +225,7 @@ def tuning_on(monkeypatch, tmp_path):
     _C.clear_tuned()
 
 
+@cutlass_built
 def test_tuned_choice_is_what_plan_runs_and_is_written_to_disk(tuning_on, monkeypatch):
     a, b = meta(4096, 1024), meta(1024, 4096, "col")
     timed = []
