@@ -48,25 +48,14 @@ class Sm90Priority {
   static constexpr bool kTransposed = Gemm::kTransposed, kStreamK = Gemm::kStreamK, kSplitK = Gemm::kSplitK,
                         kBias = Gemm::kBias, kAnyOutput = Gemm::kAnyOutput, kUnalignedInputs = Gemm::kUnalignedInputs;
 
-  static int64_t sm_count_of(const GemmProblem& p) { return sm90_tiles::sm_count_of(p); }
-  static int64_t tiles_of(const GemmProblem& p, int64_t tile_m, int64_t tile_n) {
-    return sm90_tiles::tiles_of(p, tile_m, tile_n);
-  }
-  static double wave_fill(const GemmProblem& p, int64_t tile_m, int64_t tile_n) {
-    return sm90_tiles::wave_fill(p, tile_m, tile_n);
-  }
-  // Output tiles of p in the kernel's own M and N (the user's N and M when computing D^T).
-  static int64_t tiles_of(const GemmProblem& p) {
-    return kTransposed ? tiles_of(p, kTileN, kTileM) : tiles_of(p, kTileM, kTileN);
-  }
   // wave_fill of the kernel's own tiles, in the user's D (a tile of D^T is kTileN x kTileM of D).
   static double own_wave_fill(const GemmProblem& p) {
-    return kTransposed ? wave_fill(p, kTileN, kTileM) : wave_fill(p, kTileM, kTileN);
+    return kTransposed ? sm90_tiles::wave_fill(p, kTileN, kTileM) : sm90_tiles::wave_fill(p, kTileM, kTileN);
   }
   // Whether the kernel's tiles fill at least half the SMs and their waves compute at least `fill` of
   // the output (the wave-fill rules: 128x192 tiles of D and of D^T, 192x192 tiles).
   static bool fills_waves(const GemmProblem& p, double fill) {
-    return 2 * tiles_of(p) >= sm_count_of(p) && own_wave_fill(p) >= fill;
+    return 2 * Gemm::tiles_of(p) >= sm90_tiles::sm_count_of(p) && own_wave_fill(p) >= fill;
   }
 
  public:
@@ -164,11 +153,11 @@ class Sm90Priority {
   static constexpr bool kThreeWarpgroups = std::is_same_v<MainloopSchedule, KernelTmaWarpSpecializedCooperative3WG>;
   static constexpr int kThreeWarpgroupsPriority = 104;
 
-
   // The kernel's priority for p; `registered`: the one it was registered with (KernelInfo).
   static int of(const GemmProblem& p, int registered) {
+    using sm90_tiles::sm_count_of, sm90_tiles::wave_fill;
     if constexpr (kUnalignedInputs) {
-      const int64_t sms = sm_count_of(p), tiles = tiles_of(p);
+      const int64_t sms = sm_count_of(p), tiles = Gemm::tiles_of(p);
       if (p.k < 32 || (p.k >= 4096 && tiles * 4 <= sms) || (p.k >= 32768 && tiles < sms))
         return kUnalignedYieldPriority;
       if constexpr (kNarrowStaged)
@@ -187,7 +176,7 @@ class Sm90Priority {
                  ? kThreeWarpgroupsPriority
                  : kNotWaveFillPriority;
     if constexpr (kSplitK && !kSmallM)
-      return tiles_of(p) * 4 <= p.sm_count && (kTileN <= 128 || (kTransposed ? p.m : p.n) > 128) ? registered
+      return Gemm::tiles_of(p) * 4 <= p.sm_count && (kTileN <= 128 || (kTransposed ? p.m : p.n) > 128) ? registered
                                                                                                    : kNotLongKPriority;
     if constexpr (kSmallM) return p.m <= kTileN ? kSmallMPriority : kNotSmallMPriority;
     if (kBias && !has_bias_row(p)) return kWithoutBiasPriority;
@@ -198,13 +187,13 @@ class Sm90Priority {
                  ? kWaveFillTransposedPriority
                  : kNotWaveFillPriority;
     if constexpr (kOneWavePair) {
-      const int64_t tiles = tiles_of(p), sms = sm_count_of(p);
+      const int64_t tiles = Gemm::tiles_of(p), sms = sm_count_of(p);
       return p.n > kTileN && tiles <= sms && 2 * tiles >= sms ? kOneWavePairPriority : kNotOneWavePairPriority;
     }
     if (kNarrowN && p.n > kTileN) return kNotNarrowPriority;
     const int base = kNarrowN ? kNarrowPriority : registered;
     if (kStreamK || p.sm_count <= 0) return base;
-    const int64_t tiles = tiles_of(p);
+    const int64_t tiles = Gemm::tiles_of(p);
     const int64_t waves = (tiles + p.sm_count - 1) / p.sm_count;
     const bool poor_waves = tiles < kPoorWaveEfficiency * static_cast<double>(waves * p.sm_count);
     return poor_waves ? std::min(base, kPoorWavesPriority) : base;
