@@ -198,15 +198,16 @@ struct Launch {
 Launch choose_launch(int64_t rows, int64_t len, int64_t k, int64_t batch, int sm_count) {
   Launch c{rows <= 16 ? 1 : 2, 1, 1, 0};
   const int64_t sms = sm_count > 0 ? sm_count : 132;
+  const auto blocks_of = [&](int groups) { return (len + 8 * groups - 1) / (8 * groups) * batch; };
   for (int groups : {4, 2}) {
-    if ((len + 8 * groups - 1) / (8 * groups) * batch >= sms) {
+    if (blocks_of(groups) >= sms) {
       c.groups = groups;
       break;
     }
   }
   const int64_t unroll = c.m_tiles == 1 ? 4 : 2;
   const int64_t turns = (k + unroll * kStepK - 1) / (unroll * kStepK);
-  c.blocks = (len + 8 * c.groups - 1) / (8 * c.groups) * batch;
+  c.blocks = blocks_of(c.groups);
   const int64_t wanted = (16 * sms + c.blocks - 1) / c.blocks;
   c.warps = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({kMaxWarps, wanted, turns})));
   if (const char* env = std::getenv("PYCUTLASS_GEMM_SMALL_MN_LAUNCH")) {
@@ -215,7 +216,7 @@ Launch choose_launch(int64_t rows, int64_t len, int64_t k, int64_t batch, int sm
         warps >= 1 && warps <= kMaxWarps) {
       c.groups = groups;
       c.warps = warps;
-      c.blocks = (len + 8 * c.groups - 1) / (8 * c.groups) * batch;
+      c.blocks = blocks_of(groups);
     }
   }
   return c;
