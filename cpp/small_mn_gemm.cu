@@ -18,9 +18,15 @@
 // same way in both operands, and the 4 lanes of a group cover the 32 k exactly once.
 //
 // A block of S warps covers 8 * G rows of W (G groups of 8; a warp does all G) and splits K among
-// its warps in turns of U steps; the warps' sums meet in shared memory in a fixed order
-// (deterministic) and the block writes O = alpha * sum + beta * C. X is read by every block, so it
-// is loaded through L1 (a few blocks a multiprocessor share it); W is read once, past L1.
+// its warps in turns of U steps, each warp issuing its next turn's loads before its mmas wait on
+// this turn's; the warps' sums meet in shared memory in a fixed order (deterministic) and the
+// block writes O = alpha * sum + beta * C. X is read by every block, so it is loaded through L1
+// (a few blocks a multiprocessor share it); W is read once, past L1.
+//
+// On the H100 (session 24) this reaches 54-55% of the HBM floor at 1-16 x 4096 x 4096 (18.6 us,
+// 1.16-1.21x cuBLAS) and 69% at 16 x 14336 x 4096. Tried and dropped: staging W through shared
+// memory with the copy engine (cp.async.bulk, a producer warp, 2-16 stages): 26-37 us at 16 x
+// 4096 x 4096 against 19-20 (notes/measurements.md, session 24).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -35,6 +41,7 @@ namespace {
 constexpr int kMaxSmallSide = 32;  // rows of X: one or two m16 tiles
 constexpr int kStepK = 32;         // k one warp covers per step: 4 lanes x 8 elements
 constexpr int kMaxWarps = 8;       // warps of a block, splitting K
+constexpr int kMeasuredFastestPriority = 111;  // see SmallSideGemm::priority
 
 struct SmallSideArgs {
   const void* x;  // R x K, element (r, k) at x + r * x_ld + k, batch b at + b * x_batch
@@ -94,37 +101,83 @@ __device__ __forceinline__ uint4 load_partial(const T* p, int64_t valid) {
   return u.v;
 }
 
-// One warp's U steps of 32 k from k0: loads first (every load of the U steps in flight at once),
-// then the mmas. kTail: some of the steps reach past K.
+// A warp's operands for U steps of 32 k from k0: this lane's 16-byte words of X's rows g and
+// g + 8 of each m16 tile, and of W's row g of each group. kTail: some of the steps reach past K.
+template <typename T, int kMTiles, int kGroups, int kUnroll>
+struct Span {
+  uint4 x[kUnroll][2 * kMTiles], w[kUnroll][kGroups];
+};
+
 template <typename T, int kMTiles, int kGroups, int kUnroll, bool kTail>
-__device__ __forceinline__ void warp_steps(float (&acc)[kMTiles][kGroups][4], const T* const (&x_row)[2 * kMTiles],
-                                           const T* const (&w_row)[kGroups], int64_t k0, int64_t k, int t,
-                                           uint64_t w_policy) {
-  uint4 xv[kUnroll][2 * kMTiles], wv[kUnroll][kGroups];
+__device__ __forceinline__ void load_span(Span<T, kMTiles, kGroups, kUnroll>& s, const T* const (&x_row)[2 * kMTiles],
+                                          const T* const (&w_row)[kGroups], int64_t k0, int64_t k, int t,
+                                          uint64_t w_policy) {
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u) {
     const int64_t kk = k0 + u * kStepK + 8 * t;  // this lane's first element (x_row and w_row hold + 8t)
 #pragma unroll
     for (int i = 0; i < kGroups; ++i)
-      wv[u][i] = kTail ? load_partial(w_row[i] + k0 + u * kStepK, k - kk) : load_streaming(w_row[i] + k0 + u * kStepK, w_policy);
+      s.w[u][i] = kTail ? load_partial(w_row[i] + k0 + u * kStepK, k - kk) : load_streaming(w_row[i] + k0 + u * kStepK, w_policy);
 #pragma unroll
     for (int j = 0; j < 2 * kMTiles; ++j)
-      xv[u][j] = kTail ? load_partial(x_row[j] + k0 + u * kStepK, k - kk) : load_cached(x_row[j] + k0 + u * kStepK);
+      s.x[u][j] = kTail ? load_partial(x_row[j] + k0 + u * kStepK, k - kk) : load_cached(x_row[j] + k0 + u * kStepK);
   }
+}
+
+template <typename T, int kMTiles, int kGroups, int kUnroll>
+__device__ __forceinline__ void mma_span(float (&acc)[kMTiles][kGroups][4], const Span<T, kMTiles, kGroups, kUnroll>& s) {
 #pragma unroll
   for (int u = 0; u < kUnroll; ++u)
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) {
-      const uint4 lo = xv[u][2 * mt], hi = xv[u][2 * mt + 1];  // X rows 16 mt + g and 16 mt + g + 8
+      const uint4 lo = s.x[u][2 * mt], hi = s.x[u][2 * mt + 1];  // X rows 16 mt + g and 16 mt + g + 8
 #pragma unroll
       for (int i = 0; i < kGroups; ++i) {
-        mma_m16n8k16<T>(acc[mt][i], lo.x, hi.x, lo.y, hi.y, wv[u][i].x, wv[u][i].y);
-        mma_m16n8k16<T>(acc[mt][i], lo.z, hi.z, lo.w, hi.w, wv[u][i].z, wv[u][i].w);
+        mma_m16n8k16<T>(acc[mt][i], lo.x, hi.x, lo.y, hi.y, s.w[u][i].x, s.w[u][i].y);
+        mma_m16n8k16<T>(acc[mt][i], lo.z, hi.z, lo.w, hi.w, s.w[u][i].z, s.w[u][i].w);
       }
     }
 }
 
-template <typename T, int kMTiles, int kGroups, int kUnroll>
+// A warp's share of K: spans of U steps from k0, every `block_span` k (the block's warps take
+// turns), then the part of a span K ends in. kPipelined: the next span's loads are issued before
+// this span's mmas wait on its own, so a warp always has one span in flight.
+template <typename T, int kMTiles, int kGroups, int kUnroll, bool kPipelined>
+__device__ __forceinline__ void warp_share(float (&acc)[kMTiles][kGroups][4], const T* const (&x_row)[2 * kMTiles],
+                                           const T* const (&w_row)[kGroups], int64_t k0, int64_t block_span,
+                                           int64_t k, int t, uint64_t w_policy) {
+  constexpr int64_t kSpan = int64_t(kUnroll) * kStepK;
+  Span<T, kMTiles, kGroups, kUnroll> a, b;
+  if constexpr (kPipelined) {
+    if (k0 + kSpan <= k) {
+      load_span<T, kMTiles, kGroups, kUnroll, false>(a, x_row, w_row, k0, k, t, w_policy);
+      // Unrolled by two so that a and b swap roles without a copy (a copy would wait on the loads).
+      while (true) {
+        bool more = k0 + block_span + kSpan <= k;
+        if (more) load_span<T, kMTiles, kGroups, kUnroll, false>(b, x_row, w_row, k0 + block_span, k, t, w_policy);
+        mma_span<T, kMTiles, kGroups, kUnroll>(acc, a);
+        k0 += block_span;
+        if (!more) break;
+        more = k0 + block_span + kSpan <= k;
+        if (more) load_span<T, kMTiles, kGroups, kUnroll, false>(a, x_row, w_row, k0 + block_span, k, t, w_policy);
+        mma_span<T, kMTiles, kGroups, kUnroll>(acc, b);
+        k0 += block_span;
+        if (!more) break;
+      }
+    }
+  } else {
+    for (; k0 + kSpan <= k; k0 += block_span) {
+      load_span<T, kMTiles, kGroups, kUnroll, false>(a, x_row, w_row, k0, k, t, w_policy);
+      mma_span<T, kMTiles, kGroups, kUnroll>(acc, a);
+    }
+  }
+  if (k0 < k) {
+    load_span<T, kMTiles, kGroups, kUnroll, true>(b, x_row, w_row, k0, k, t, w_policy);
+    mma_span<T, kMTiles, kGroups, kUnroll>(acc, b);
+  }
+}
+
+template <typename T, int kMTiles, int kGroups, int kUnroll, bool kPipelined>
 __global__ void __launch_bounds__(kMaxWarps * 32) small_side_gemm_kernel(SmallSideArgs args) {
   constexpr int kRegs = kMTiles * kGroups * 4;  // accumulators a lane holds
   extern __shared__ float warp_sums[];          // [warp][kRegs][32 lanes]
@@ -151,12 +204,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32) small_side_gemm_kernel(SmallSi
 
   float acc[kMTiles][kGroups][4] = {};
   constexpr int64_t kWarpSpan = int64_t(kUnroll) * kStepK;
-  const int64_t block_span = warps * kWarpSpan, k = args.k;
-  int64_t k0 = warp * kWarpSpan;
-  const uint64_t w_policy = evict_first_policy();
-  for (; k0 + kWarpSpan <= k; k0 += block_span)
-    warp_steps<T, kMTiles, kGroups, kUnroll, false>(acc, x_row, w_row, k0, k, t, w_policy);
-  if (k0 < k) warp_steps<T, kMTiles, kGroups, kUnroll, true>(acc, x_row, w_row, k0, k, t, w_policy);
+  warp_share<T, kMTiles, kGroups, kUnroll, kPipelined>(acc, x_row, w_row, warp * kWarpSpan, warps * kWarpSpan, args.k, t,
+                                                      evict_first_policy());
 
   // The warps' partial sums, added in warp order.
 #pragma unroll
@@ -189,34 +238,35 @@ struct Launch {
   int groups;   // 8-row groups of W a block covers: 1, 2 or 4
   int warps;    // warps of a block, splitting K
   int64_t blocks;
+  bool pipelined;  // a warp issues its next span's loads before its mmas wait on this one's
 };
 
-// The widest blocks that still give every multiprocessor one (fewer, wider blocks read X fewer
-// times), then enough warps to keep ~16 a multiprocessor loading (each has up to 8 KB in flight),
-// never more than K has turns for. PYCUTLASS_GEMM_SMALL_MN_LAUNCH="groups,warps" (groups 1, 2 or
-// 4; warps 1..8) overrides both, for tuning runs: read at every call, so one process can time each.
+// Measured on the H100 (session 24: 1-32 rows against 1024-14336 x 4096-14336, groups 1-4 x warps
+// 1-8, pipelined or not): the pipelined loop is 5-25% faster everywhere (16 x 4096 x 4096: 18.7 us
+// against 22.3; 16 x 1024 x 8192: 14.1 against 17.8). One 16-row tile runs best in the narrowest
+// blocks, 1 group, with warps for ~16 a multiprocessor (4 at 4096 rows of W, 8 at 1024); two tiles
+// best in 4 groups and 8 warps (32 x 4096 x 4096: 21.6 us, 22.9 with 1 group and 4 warps), if
+// that still gives half the multiprocessors a block. No more warps than K has turns for.
+// PYCUTLASS_GEMM_SMALL_MN_LAUNCH="groups,warps[,pipelined]" (groups 1, 2 or 4; warps 1..8;
+// pipelined 0 or 1) overrides them, for tuning runs: read at every call, so one process can time each.
 Launch choose_launch(int64_t rows, int64_t len, int64_t k, int64_t batch, int sm_count) {
-  Launch c{rows <= 16 ? 1 : 2, 1, 1, 0};
+  Launch c{rows <= 16 ? 1 : 2, 1, 1, 0, true};
   const int64_t sms = sm_count > 0 ? sm_count : 132;
   const auto blocks_of = [&](int groups) { return (len + 8 * groups - 1) / (8 * groups) * batch; };
-  for (int groups : {4, 2}) {
-    if (blocks_of(groups) >= sms) {
-      c.groups = groups;
-      break;
-    }
-  }
+  if (c.m_tiles == 2 && 2 * blocks_of(4) >= sms) c.groups = 4;
+  c.blocks = blocks_of(c.groups);
   const int64_t unroll = c.m_tiles == 1 ? 4 : 2;
   const int64_t turns = (k + unroll * kStepK - 1) / (unroll * kStepK);
-  c.blocks = blocks_of(c.groups);
-  const int64_t wanted = (16 * sms + c.blocks - 1) / c.blocks;
-  c.warps = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({kMaxWarps, wanted, turns})));
+  const int64_t per_sm = c.m_tiles == 1 ? std::clamp<int64_t>(16 * sms / c.blocks, 4, kMaxWarps) : kMaxWarps;
+  c.warps = static_cast<int>(std::max<int64_t>(1, std::min(per_sm, turns)));
   if (const char* env = std::getenv("PYCUTLASS_GEMM_SMALL_MN_LAUNCH")) {
-    int groups = 0, warps = 0;
-    if (std::sscanf(env, "%d,%d", &groups, &warps) == 2 && (groups == 1 || groups == 2 || groups == 4) &&
-        warps >= 1 && warps <= kMaxWarps) {
+    int groups = 0, warps = 0, pipelined = -1;
+    const int read = std::sscanf(env, "%d,%d,%d", &groups, &warps, &pipelined);
+    if (read >= 2 && (groups == 1 || groups == 2 || groups == 4) && warps >= 1 && warps <= kMaxWarps) {
       c.groups = groups;
       c.warps = warps;
       c.blocks = blocks_of(groups);
+      if (read == 3) c.pipelined = pipelined == 1;
     }
   }
   return c;
@@ -227,7 +277,10 @@ void launch_small_side(const SmallSideArgs& args, const Launch& c, int64_t batch
   constexpr int kUnroll = kMTiles == 1 ? 4 : 2;
   const size_t smem = size_t(c.warps) * kMTiles * kGroups * 4 * 32 * sizeof(float);  // <= 32 KB
   const dim3 grid(static_cast<unsigned>(c.blocks / batch), static_cast<unsigned>(batch));
-  small_side_gemm_kernel<T, kMTiles, kGroups, kUnroll><<<grid, c.warps * 32, smem, stream>>>(args);
+  if (c.pipelined)
+    small_side_gemm_kernel<T, kMTiles, kGroups, kUnroll, true><<<grid, c.warps * 32, smem, stream>>>(args);
+  else
+    small_side_gemm_kernel<T, kMTiles, kGroups, kUnroll, false><<<grid, c.warps * 32, smem, stream>>>(args);
 }
 
 template <typename T>
@@ -255,13 +308,23 @@ class SmallSideGemm final : public GemmKernel {
               999,
               "M or N <= 32: W streamed into mma.sync fragments, K split over a block's warps",
               8,
-              // Below every CUTLASS kernel until measured against them: auto takes it only where
-              // nothing faster than the fallback can run the problem.
+              // Below every CUTLASS kernel but where priority() says otherwise.
               1,
               true,  // C may be F.linear's bias row: the epilogue reads C through its strides
               1} {}
 
   const KernelInfo& info() const override { return info_; }
+
+  // Where the measured table does not decide (bias rows, devices without a table): above the
+  // 128x32 swap-AB stream-K kernel (110) on sm_90 and later where the H100 sweep has this kernel
+  // fastest, K of 256-4096 and W of up to 16384 rows for one 16-row tile, 4096 for two (there it
+  // is 1.40x the best other kernel, geomean of 540 problems, and slower on 3% of them); beyond
+  // that K is too long for its blocks (no split across blocks) or W too tall.
+  int priority(const GemmProblem& p) const override {
+    const int64_t rows = std::min(p.m, p.n), len = std::max(p.m, p.n);
+    if (p.sm >= 90 && p.k >= 256 && p.k <= 4096 && len <= (rows <= 16 ? 16384 : 4096)) return kMeasuredFastestPriority;
+    return info_.priority;
+  }
 
   std::string can_implement(const GemmProblem& p) const override {
     std::string why = check_common(info_, p);

@@ -38,6 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         help="--sweep: only the problems whose table class matches (re.search), e.g. ' unaligned$' "
                              "to measure a kernel for 16-bit operands TMA cannot load on the classes it is for "
                              "(it can run aligned problems too: without this, they would all be measured again)")
+    parser.add_argument("--keep-unbuilt", action="store_true",
+                        help="--sweep: a problem measured again keeps the times of kernels this build lacks, so a "
+                             "build of only the kernels to measure (their records deleted first) updates the table")
     parser.add_argument("--force", action="store_true", help="--shapes: tune again what the cache already holds")
     return parser
 
@@ -56,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         if args.classes:
             problems = [(w, p) for w, p in problems
                         if re.search(args.classes, heuristics.problem_class(*w.meta_inputs(p), p.gemm_precision))]
-        left = tune_sweep.run_sweep(problems, args.measurements, limit_s=args.limit_s)
+        left = tune_sweep.run_sweep(problems, args.measurements, limit_s=args.limit_s, keep_unbuilt=args.keep_unbuilt)
         if left:
             return 3
         records = list(tune_sweep.load_measurements(args.measurements).values())

@@ -30,6 +30,7 @@ COARSE = (1, 16, 256, 1024, 4096, 16384, 65536)  # unaligned, fp16 cc, IEEE fp32
 # aligned, with M or N one of them (the other from 256 up) and K any of SIZES and these, every layout
 # (cc too: 3072^3 cc took 2048's and 4096's vote for 128x256 tiles, 0.75x cuBLAS).
 MID_SIZES = (1536, 3072, 6144, 12288)
+SMALL_SIDE = 32  # cpp/small_mn_gemm.cu's kMaxSmallSide
 BATCHED = ((4, (64, 256, 1024, 4096)), (32, (64, 256, 1024)))  # (batch, sizes)
 MAX_FLOP = 2**41
 MAX_FLOP_SIMT = 2**38  # IEEE fp32 (~50 TFLOP/s) and tf32x3 (~100): compute-bound well before this
@@ -83,6 +84,11 @@ def sweep_problems(quick: bool = False) -> list[tuple[Workload, Precision]]:
             for layout in layouts:
                 problems.append((Workload.problem(m, n, k, layout, batch), _BY_NAME[name]))
     if not quick:
+        # M or N = 32, the most the small-M/N kernels take (two 16-row tiles), x @ W.T (rc) and its
+        # mirror: without it the vote between 16 and 64 rows passes them over where they are fastest.
+        for big, k in itertools.product((s for s in SIZES if s >= 256), SIZES):
+            problems += [(Workload.problem(m, n, k, "rc", 1), _BY_NAME[dtype])
+                         for dtype in ("bf16", "fp16") for m, n in ((SMALL_SIDE, big), (big, SMALL_SIDE))]
         wide = tuple(s for s in SIZES if s >= 256) + MID_SIZES
         for m, n, k in itertools.product(wide, wide, SIZES + MID_SIZES):
             if m in MID_SIZES or n in MID_SIZES:
@@ -124,25 +130,32 @@ def _has_new_candidates(record: dict, w: Workload, p: Precision) -> bool:
     return not set(candidates(a, b, precision=p.gemm_precision)) <= set(record["ms"]) | set(record["refused"])
 
 
-def _keep_least_times(record: dict, previous: dict) -> None:
+def _keep_least_times(record: dict, previous: dict, *, unbuilt: frozenset[str] = frozenset()) -> None:
     """A problem measured again (a kernel built since) keeps each kernel's least time of the two
     sweeps: the same code timed twice, and timing noise only slows (a burst of slow timings in one
     H100 sweep made 1% of its kernel times >1.3x the previous sweep's and sent 4096^3 cr bf16 to
-    stream-K, 0.64x cuBLAS). Delete a kernel's records to time changed code afresh."""
+    stream-K, 0.64x cuBLAS). Delete a kernel's records to time changed code afresh. The kernels
+    in `unbuilt` (not in this build: run_sweep's keep_unbuilt) keep their previous times."""
     for kernel, ms in previous.get("ms", {}).items():
         if kernel in record["ms"] and ms < record["ms"][kernel]:
             record["ms"][kernel] = ms
+        elif kernel not in record["ms"] and kernel in unbuilt:
+            for key in ("ms", "runs", "error"):
+                if kernel in previous.get(key, {}):
+                    record[key][kernel] = previous[key][kernel]
     if record["ms"]:
         record["best"] = min(record["ms"], key=record["ms"].get)
 
 
 def run_sweep(problems: Sequence[tuple[Workload, Precision]], path: str, *, budget_s: float = 0.2,
-              limit_s: float | None = None, log=print) -> int:
+              limit_s: float | None = None, keep_unbuilt: bool = False, log=print) -> int:
     """Time every candidate of every problem, appending one JSON object per problem to `path` as it
     goes. A problem already in `path` is measured again only when a kernel that can run it was not
     measured there (one added since), keeping each kernel's least time of the two measurements
     (_keep_least_times): a sweep cut short by `limit_s` (seconds) goes on where it
-    stopped when run again, and a new kernel costs a sweep of the problems it can run. When every
+    stopped when run again, and a new kernel costs a sweep of the problems it can run. With
+    `keep_unbuilt`, a problem measured again also keeps the times of the kernels this build does
+    not register (a build of only the kernels to measure: delete their records first). When every
     problem is measured the file is rewritten with one record a problem. Returns how many problems
     are still to measure."""
     records = load_measurements(path)
@@ -152,6 +165,9 @@ def run_sweep(problems: Sequence[tuple[Workload, Precision]], path: str, *, budg
         "of GPU time")
     device = torch.device("cuda", torch.cuda.current_device())
     flush = flush_buffer(device)
+    built = {k["name"] for k in _launch.kernels()}
+    unbuilt = frozenset(k for r in records.values() for k in r.get("ms", {}) if k not in built) \
+        if keep_unbuilt else frozenset()
     t0 = time.perf_counter()
     with open(path, "a") as f:
         for i, (w, p) in enumerate(todo):
@@ -166,7 +182,7 @@ def run_sweep(problems: Sequence[tuple[Workload, Precision]], path: str, *, budg
                       "refused": t.refused, "seconds": round(t.seconds, 4)}
             previous = records.get(_key(w, p))
             if previous is not None:
-                _keep_least_times(record, previous)
+                _keep_least_times(record, previous, unbuilt=unbuilt)
             f.write(json.dumps(record) + "\n")
             f.flush()
             del a, b

@@ -8,9 +8,9 @@
 # It installs the carried wheels into /tmp/site (headers only are needed: --no-deps), builds the
 # extension with the machine's own torch, pybind11 and scikit-build-core (--no-build-isolation),
 # and runs the whole test suite. SKBUILD_CMAKE_DEFINE="PYCUTLASS_GEMM_KERNELS=<regex>" builds a
-# subset (";PYCUTLASS_GEMM_TUNING=ON" adds the tuning candidates, ";PYCUTLASS_GEMM_SMALL_MN=ON" the
-# small-M/N kernels). Set SKIP_TESTS=1 to only build, OUT to keep the build log and the built wheel
-# there (carry that wheel back in PREBUILT=dir to install it instead of building).
+# subset (";PYCUTLASS_GEMM_TUNING=ON" adds the tuning candidates, ";PYCUTLASS_GEMM_SMALL_MN=OFF"
+# leaves out the small-M/N kernels). Set SKIP_TESTS=1 to only build, OUT to keep the build log and
+# the built wheel there (carry that wheel back in PREBUILT=dir to install it instead of building).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 log=${OUT:-/tmp}/build.log
@@ -18,7 +18,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 # The build directory (build/, pyproject.toml's build-dir) keeps CMake's cache between runs on one
 # machine: name the kernel set every time, or a subset asked for before is built again.
-export SKBUILD_CMAKE_DEFINE="PYCUTLASS_GEMM_KERNELS=.*;PYCUTLASS_GEMM_TUNING=OFF;PYCUTLASS_GEMM_SMALL_MN=OFF${SKBUILD_CMAKE_DEFINE:+;$SKBUILD_CMAKE_DEFINE}"
+export SKBUILD_CMAKE_DEFINE="PYCUTLASS_GEMM_KERNELS=.*;PYCUTLASS_GEMM_TUNING=OFF;PYCUTLASS_GEMM_SMALL_MN=ON${SKBUILD_CMAKE_DEFINE:+;$SKBUILD_CMAKE_DEFINE}"
 wheels=${OUT:-/tmp}/wheel
 start=$(date +%s)
 if [ -n "${PREBUILT:-}" ]; then

@@ -220,7 +220,7 @@ def test_192x192_tiles_where_they_fill_the_waves():
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
 def test_small_mn_kernels_say_what_they_cannot_run(dtype):
-    """The small-M/N kernels (built with -DPYCUTLASS_GEMM_SMALL_MN=ON; their GPU tests:
+    """The small-M/N kernels (built unless -DPYCUTLASS_GEMM_SMALL_MN=OFF; their GPU tests:
     test_small_mn_gpu.py) take M or N <= 32 with A row-major, B column-major, 16-byte rows."""
     name = f"small_mn_{DTYPE_TAG[dtype]}_rc"
     if name not in {k["name"] for k in pg.kernels()}:

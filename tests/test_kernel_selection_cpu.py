@@ -396,5 +396,15 @@ def test_sweep_resumes_and_measures_again_only_where_a_new_kernel_can_run(monkey
         assert [sorted(r["ms"]) for r in again.values()] == [["fallback", "k1", "k2"]] * 2 + [["fallback", "k1"]]
         assert all(r["ms"]["k1"] == 1e-9 and r["best"] == "k1" for r in again.values())
         assert len(open(path).readlines()) == 3  # rewritten: one record a problem
+        # a build of only k2, its records deleted: k2 measured again, k1's times kept with keep_unbuilt
+        with open(path, "w") as f:
+            f.writelines(json.dumps({**r, "ms": {k: v for k, v in r["ms"].items() if k != "k2"}}) + "\n"
+                         for r in again.values())
+        kernels[:] = [k for k in kernels if k["name"] != "k1"]
+        tune_timing._kernels_for.cache_clear()
+        assert tune_sweep.run_sweep(problems, path, keep_unbuilt=True, log=lambda *a: None) == 0
+        kept = tune_sweep.load_measurements(path)
+        assert [sorted(r["ms"]) for r in kept.values()] == [["fallback", "k1", "k2"]] * 2 + [["fallback", "k1"]]
+        assert all(r["ms"]["k1"] == 1e-9 and r["best"] == "k1" for r in kept.values())
     finally:
         tune_timing._kernels_for.cache_clear()

@@ -1,6 +1,6 @@
 """The small-M/N kernels (cpp/small_mn_gemm.cu: M or N <= 32, A row-major, B column-major) against
-float64 and the fallback. They are built only with -DPYCUTLASS_GEMM_SMALL_MN=ON until these tests
-have passed on a GPU; without them every test here skips.
+float64 and the fallback (built unless -DPYCUTLASS_GEMM_SMALL_MN=OFF; without them every test
+here skips).
 
 Each case: fresh random inputs, a NaN-poisoned row-major output, the small side on either operand
 (X = A for small M, X = B^T for small N), K that ends inside a 16-byte word and inside a 32-k step,
@@ -87,3 +87,14 @@ def test_small_mn_epilogue(dtype, m, n, k):
     check(name, a, b, c, poisoned(m, n, dtype), alpha=0.75, beta=-1.5)
     bias = torch.randn(n, device="cuda").to(dtype).expand(m, n)
     check(name, a, b, bias, poisoned(m, n, dtype), beta=1.0)
+
+
+@pytest.mark.parametrize("launch", ["1,1", "1,8", "2,3", "4,8", "4,2", "1,4,1", "2,5,1", "4,2,1"])
+@pytest.mark.parametrize("m, n, k", [(16, 1000, 4104), (1000, 25, 1800), (2, 264, 520)], ids=str)
+def test_small_mn_launch_settings(monkeypatch, launch, m, n, k):
+    """Every block shape, a range of warp counts, and the pipelined loop (a third field of 1) the
+    launch knob reaches, K's last turn partial."""
+    name = built(torch.bfloat16)
+    monkeypatch.setenv("PYCUTLASS_GEMM_SMALL_MN_LAUNCH", launch)
+    a, b = operands(m, n, k, torch.bfloat16)
+    check(name, a, b, None, poisoned(m, n, torch.bfloat16))
