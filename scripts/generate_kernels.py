@@ -398,10 +398,6 @@ def tuning_kernels():
     ] + [
         Kernel("sm90", "bf16", "r", "c", (128, 256, 64), (2, 1), "coop", "splitk"),
         Kernel("sm90", "tf32x3", "r", "r", (128, 128, 32), (1, 1), "coop", "splitk", promote=1),
-    ] + [  # x @ W.T over 64-128 rows (issue 10, item 2): at 128x4096x4096 rc auto's 128x64 c1x2 tiles are
-        # 64 CTAs, half the SMs idle (0.95x cuBLAS); K split in two gives 128, now that the
-        # reduction spans every SM and the TMA loads of W evict first (session 22)
-        Kernel("sm90", dtype, "r", "c", (128, 64, 64), (1, 2), "coop", "splitk") for dtype in ("bf16", "f16")
     ] + [  # decode-time x @ W.T as D^T = W x^T (swap AB), K split in parallel instead of stream-K
         Kernel("sm90", "bf16", "r", "c", (128, 32, 128), (1, 1), "coop", "splitk", swap_ab=True),
     ] + [  # tf32 long K with 128x128 tiles, K split in parallel: 0.127 ms at 128x128x262144 against
