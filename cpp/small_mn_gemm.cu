@@ -315,15 +315,20 @@ class SmallSideGemm final : public GemmKernel {
 
   const KernelInfo& info() const override { return info_; }
 
-  // Where the measured table does not decide (bias rows, devices without a table): above the
-  // 128x32 swap-AB stream-K kernel (110) on sm_90 and later where the H100 sweep has this kernel
-  // fastest, K of 256-4096 and W of up to 16384 rows for one 16-row tile, 4096 for two (there it
-  // is 1.40x the best other kernel, geomean of 540 problems, and slower on 3% of them); beyond
-  // that K is too long for its blocks (no split across blocks) or W too tall.
+  // Where the measured table does not decide (bias rows, devices without a table), from the H100
+  // sweep (notes/sweep-h100-2026-11-25.jsonl.gz): above the 128x32 swap-AB stream-K kernel (110)
+  // on sm_90 and later for K of 256-4096 and W of up to 16384 rows for one 16-row tile, 4096 for
+  // two (1.40x the best other kernel there, geomean of 540 problems, slower on 3%); beyond that K
+  // is too long for its blocks (no split across blocks) or W too tall. With a bias row the
+  // alternative is the 128x256 bias kernel, not the swap-AB one: above it for K >= 256 but where two
+  // 16-row tiles meet a short K (<= 1024) and a tall W (>= 4096 rows) (2.80x it, geomean of 772
+  // problems, slower on 13, by at most 0.84x).
   int priority(const GemmProblem& p) const override {
     const int64_t rows = std::min(p.m, p.n), len = std::max(p.m, p.n);
-    if (p.sm >= 90 && p.k >= 256 && p.k <= 4096 && len <= (rows <= 16 ? 16384 : 4096)) return kMeasuredFastestPriority;
-    return info_.priority;
+    if (p.sm < 90 || p.k < 256) return info_.priority;
+    const bool first = has_bias_row(p) ? rows <= 16 || p.k > 1024 || len < 4096
+                                       : p.k <= 4096 && len <= (rows <= 16 ? 16384 : 4096);
+    return first ? kMeasuredFastestPriority : info_.priority;
   }
 
   std::string can_implement(const GemmProblem& p) const override {

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import pycutlass_gemm as pg
-from conftest import matrix
+from conftest import cutlass_built, matrix
 from pycutlass_gemm import heuristics
 
 LAYOUT_NAMES = {"row", "col", "any"}
@@ -233,6 +233,32 @@ def test_small_mn_kernels_say_what_they_cannot_run(dtype):
     assert "built for col-major B, B is row-major" in pg.can_run(name, mk(16, 64, "row"), mk(64, 256, "row"), arch=90)
     assert "multiple of 8 elements" in pg.can_run(name, mk(16, 777, "row"), mk(777, 256, "col"), arch=90)
     assert "needs compute capability" in pg.can_run(name, mk(16, 64, "row"), mk(64, 256, "col"), arch=75)
+
+
+@cutlass_built
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
+def test_small_mn_ranks_first_where_the_sweep_has_it_fastest(dtype):
+    """Where no table decides (a bias row; a GPU without one), small_mn's priority puts it first on
+    sm_90 for decode shapes, and leaves long K (no split across blocks), K < 256, and two 16-row
+    tiles over a tall W and short K to the CUTLASS kernels (the rules, SmallSideGemm::priority)."""
+    name = f"small_mn_{DTYPE_TAG[dtype]}_rc"
+    if name not in {k["name"] for k in pg.kernels()}:
+        pytest.skip(f"{name} is not built")
+    mk = lambda rows, cols, layout: matrix(rows, cols, layout, dtype, device="meta")  # noqa: E731
+
+    def plan(m, n, k, bias=False):
+        c = torch.empty(n, dtype=dtype, device="meta").expand(m, n) if bias else None
+        return pg.plan(mk(m, k, "row"), mk(k, n, "col"), c, beta=1.0 if bias else 0.0, arch=90)["kernel"]
+    heuristics.install([])
+    try:
+        for m, n, k in ((16, 4096, 4096), (1, 4096, 4096), (4096, 16, 4096), (32, 4096, 2048), (16, 14336, 4096)):
+            assert plan(m, n, k) == name and plan(m, n, k, bias=True) == name
+        assert plan(16, 4096, 16384) != name and plan(16, 4096, 16384, bias=True) == name  # long K
+        assert plan(16, 4096, 128) != name and plan(16, 4096, 128, bias=True) != name  # K < 256
+        assert plan(32, 16384, 512, bias=True) != name  # two tiles, tall W, short K
+        assert plan(16, 4096, 4096) == name
+    finally:
+        heuristics.install()
 
 
 def test_default_precision_follows_torch():
