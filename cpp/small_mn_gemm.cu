@@ -101,13 +101,15 @@ __device__ __forceinline__ uint4 load_partial(const T* p, int64_t valid) {
   return u.v;
 }
 
-// A warp's operands for U steps of 32 k from k0: this lane's 16-byte words of X's rows g and
-// g + 8 of each m16 tile, and of W's row g of each group. kTail: some of the steps reach past K.
+// A warp's operands for U steps of 32 k: this lane's 16-byte words of X's rows g and g + 8 of
+// each m16 tile, and of W's row g of each group.
 template <typename T, int kMTiles, int kGroups, int kUnroll>
 struct Span {
   uint4 x[kUnroll][2 * kMTiles], w[kUnroll][kGroups];
 };
 
+// The span from k0 (every load of its U steps in flight at once). kTail: some of its steps reach
+// past K, and what lies past K reads as zero.
 template <typename T, int kMTiles, int kGroups, int kUnroll, bool kTail>
 __device__ __forceinline__ void load_span(Span<T, kMTiles, kGroups, kUnroll>& s, const T* const (&x_row)[2 * kMTiles],
                                           const T* const (&w_row)[kGroups], int64_t k0, int64_t k, int t,
