@@ -21,18 +21,23 @@
 // its warps in turns of U steps, each warp issuing its next turn's loads before its mmas wait on
 // this turn's; the warps' sums meet in shared memory in a fixed order (deterministic) and the
 // block writes O = alpha * sum + beta * C. X is read by every block, so it is loaded through L1
-// (a few blocks a multiprocessor share it); W is read once, past L1.
+// (a few blocks a multiprocessor share it); W is read once, past L1. Where W has too few rows to
+// give half the multiprocessors a block, K is also split across blocks: each slice's sums go to an
+// fp32 workspace and sum_split_k_partials adds them in slice order (still deterministic).
 //
 // On the H100 (session 24) this reaches 54-55% of the HBM floor at 1-16 x 4096 x 4096 (18.6 us,
-// 1.16-1.21x cuBLAS) and 69% at 16 x 14336 x 4096. Tried and dropped: staging W through shared
-// memory with the copy engine (cp.async.bulk, a producer warp, 2-16 stages): 26-37 us at 16 x
-// 4096 x 4096 against 19-20 (notes/measurements.md, session 24).
+// 1.16-1.21x cuBLAS) and 69% at 16 x 14336 x 4096; with K split across blocks (session 25) 4 x 16
+// x 65536 runs 11.4 us against 44 unsplit (cuBLAS 11.3). Tried and dropped: staging W through
+// shared memory with the copy engine (cp.async.bulk, a producer warp, 2-16 stages): 26-37 us at
+// 16 x 4096 x 4096 against 19-20 (session 24); X loaded at the mmas, W's spans twice as long:
+// 4-40% slower (session 25; notes/measurements.md).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <type_traits>
 
 #include "registry.h"
+#include "split_k_reduce.h"
 #include "strided_gemm.cuh"  // to_acc, from_acc
 
 namespace pycutlass_gemm {
@@ -42,6 +47,8 @@ constexpr int kMaxSmallSide = 32;  // rows of X: one or two m16 tiles
 constexpr int kStepK = 32;         // k one warp covers per step: 4 lanes x 8 elements
 constexpr int kMaxWarps = 8;       // warps of a block, splitting K
 constexpr int kMeasuredFastestPriority = 111;  // see SmallSideGemm::priority
+constexpr int64_t kMinSliceK = 1024;  // k of a slice when K is split across blocks
+constexpr int64_t kMaxSplits = 32;
 
 struct SmallSideArgs {
   const void* x;  // R x K, element (r, k) at x + r * x_ld + k, batch b at + b * x_batch
@@ -53,6 +60,11 @@ struct SmallSideArgs {
   int64_t c_r, c_l, c_batch;
   int64_t rows, len, k;  // R, L, K
   float alpha, beta;
+  // K split across blocks (blockIdx.z: a slice of k_slice k, the last one the rest): each slice's
+  // sums go to partials[z * part_split + b * part_batch + r * part_r + l * part_l] (fp32, D's
+  // m x n layout) for sum_split_k_partials to add in slice order. nullptr: one slice, O directly.
+  float* partials;
+  int64_t k_slice, part_split, part_batch, part_r, part_l;
 };
 
 // D += A B for one m16n8k16 tile in fp32, A and B bf16 or fp16 (T).
@@ -142,35 +154,29 @@ __device__ __forceinline__ void mma_span(float (&acc)[kMTiles][kGroups][4], cons
 }
 
 // A warp's share of K: spans of U steps from k0, every `block_span` k (the block's warps take
-// turns), then the part of a span K ends in. kPipelined: the next span's loads are issued before
-// this span's mmas wait on its own, so a warp always has one span in flight.
-template <typename T, int kMTiles, int kGroups, int kUnroll, bool kPipelined>
+// turns), then the part of a span K ends in. The next span's loads are issued before this span's
+// mmas wait on its own, so a warp always has one span in flight (H100, session 24: 5-25% faster
+// than loading and waiting span by span; 16 x 4096 x 4096 18.7 us against 22.3).
+template <typename T, int kMTiles, int kGroups, int kUnroll>
 __device__ __forceinline__ void warp_share(float (&acc)[kMTiles][kGroups][4], const T* const (&x_row)[2 * kMTiles],
                                            const T* const (&w_row)[kGroups], int64_t k0, int64_t block_span,
                                            int64_t k, int t, uint64_t w_policy) {
   constexpr int64_t kSpan = int64_t(kUnroll) * kStepK;
   Span<T, kMTiles, kGroups, kUnroll> a, b;
-  if constexpr (kPipelined) {
-    if (k0 + kSpan <= k) {
-      load_span<T, kMTiles, kGroups, kUnroll, false>(a, x_row, w_row, k0, k, t, w_policy);
-      // Unrolled by two so that a and b swap roles without a copy (a copy would wait on the loads).
-      while (true) {
-        bool more = k0 + block_span + kSpan <= k;
-        if (more) load_span<T, kMTiles, kGroups, kUnroll, false>(b, x_row, w_row, k0 + block_span, k, t, w_policy);
-        mma_span<T, kMTiles, kGroups, kUnroll>(acc, a);
-        k0 += block_span;
-        if (!more) break;
-        more = k0 + block_span + kSpan <= k;
-        if (more) load_span<T, kMTiles, kGroups, kUnroll, false>(a, x_row, w_row, k0 + block_span, k, t, w_policy);
-        mma_span<T, kMTiles, kGroups, kUnroll>(acc, b);
-        k0 += block_span;
-        if (!more) break;
-      }
-    }
-  } else {
-    for (; k0 + kSpan <= k; k0 += block_span) {
-      load_span<T, kMTiles, kGroups, kUnroll, false>(a, x_row, w_row, k0, k, t, w_policy);
+  if (k0 + kSpan <= k) {
+    load_span<T, kMTiles, kGroups, kUnroll, false>(a, x_row, w_row, k0, k, t, w_policy);
+    // Unrolled by two so that a and b swap roles without a copy (a copy would wait on the loads).
+    while (true) {
+      bool more = k0 + block_span + kSpan <= k;
+      if (more) load_span<T, kMTiles, kGroups, kUnroll, false>(b, x_row, w_row, k0 + block_span, k, t, w_policy);
       mma_span<T, kMTiles, kGroups, kUnroll>(acc, a);
+      k0 += block_span;
+      if (!more) break;
+      more = k0 + block_span + kSpan <= k;
+      if (more) load_span<T, kMTiles, kGroups, kUnroll, false>(a, x_row, w_row, k0 + block_span, k, t, w_policy);
+      mma_span<T, kMTiles, kGroups, kUnroll>(acc, b);
+      k0 += block_span;
+      if (!more) break;
     }
   }
   if (k0 < k) {
@@ -179,13 +185,15 @@ __device__ __forceinline__ void warp_share(float (&acc)[kMTiles][kGroups][4], co
   }
 }
 
-template <typename T, int kMTiles, int kGroups, int kUnroll, bool kPipelined>
+template <typename T, int kMTiles, int kGroups, int kUnroll>
 __global__ void __launch_bounds__(kMaxWarps * 32) small_side_gemm_kernel(SmallSideArgs args) {
   constexpr int kRegs = kMTiles * kGroups * 4;  // accumulators a lane holds
   extern __shared__ float warp_sums[];          // [warp][kRegs][32 lanes]
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
   const int g = lane / 4, t = lane % 4;
   const int64_t batch = blockIdx.y, l0 = int64_t(blockIdx.x) * 8 * kGroups;
+  const int64_t k_begin = blockIdx.z * args.k_slice;
+  const int64_t k_end = args.k < k_begin + args.k_slice ? args.k : k_begin + args.k_slice;
 
   // Rows past R or L are read from row 0 instead: their products land only in accumulators that
   // are never stored (each output of an mma depends on its own row and column alone).
@@ -206,8 +214,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32) small_side_gemm_kernel(SmallSi
 
   float acc[kMTiles][kGroups][4] = {};
   constexpr int64_t kWarpSpan = int64_t(kUnroll) * kStepK;
-  warp_share<T, kMTiles, kGroups, kUnroll, kPipelined>(acc, x_row, w_row, warp * kWarpSpan, warps * kWarpSpan, args.k, t,
-                                                      evict_first_policy());
+  warp_share<T, kMTiles, kGroups, kUnroll>(acc, x_row, w_row, k_begin + warp * kWarpSpan, warps * kWarpSpan,
+                                                      k_end, t, evict_first_policy());
 
   // The warps' partial sums, added in warp order.
 #pragma unroll
@@ -228,6 +236,10 @@ __global__ void __launch_bounds__(kMaxWarps * 32) small_side_gemm_kernel(SmallSi
     const int64_t r = 16 * mt + src_lane / 4 + 8 * (e / 2);
     const int64_t l = l0 + 8 * i + 2 * (src_lane % 4) + e % 2;
     if (r >= args.rows || l >= args.len) continue;
+    if (args.partials) {
+      args.partials[blockIdx.z * args.part_split + batch * args.part_batch + r * args.part_r + l * args.part_l] = sum;
+      continue;
+    }
     float value = args.alpha * sum;
     if (args.beta != 0.0f) value += args.beta * to_acc<float>(c[batch * args.c_batch + r * args.c_r + l * args.c_l]);
     out[batch * args.out_batch + r * args.out_r + l * args.out_l] = from_acc<T>(value);
@@ -240,49 +252,60 @@ struct Launch {
   int groups;   // 8-row groups of W a block covers: 1, 2 or 4
   int warps;    // warps of a block, splitting K
   int64_t blocks;
-  bool pipelined;  // a warp issues its next span's loads before its mmas wait on this one's
+  int splits;      // slices of K, each its own blocks (1: none)
+  int64_t k_slice; // k a slice covers (a multiple of a warp's span), the last one the rest
 };
 
-// Measured on the H100 (session 24: 1-32 rows against 1024-14336 x 4096-14336, groups 1-4 x warps
-// 1-8, pipelined or not): the pipelined loop is 5-25% faster everywhere (16 x 4096 x 4096: 18.7 us
-// against 22.3; 16 x 1024 x 8192: 14.1 against 17.8). One 16-row tile runs best in the narrowest
+// Steps of 32 k in a warp's span: as many as the registers of two spans allow (X's words, two
+// rows a lane for each 16-row tile, take more than W's). Loading X at the mmas instead (L1 hits)
+// and W in spans twice as long lost 4-40% (H100, session 25).
+constexpr int unroll_of(int m_tiles) { return m_tiles == 1 ? 4 : 2; }
+
+// Measured on the H100 (session 24: 1-32 rows against 1024-14336 x 4096-14336, groups 1-4 x
+// warps 1-8). One 16-row tile runs best in the narrowest
 // blocks, 1 group, with warps for ~16 a multiprocessor (4 at 4096 rows of W, 8 at 1024); two tiles
 // best in 4 groups and 8 warps (32 x 4096 x 4096: 21.6 us, 22.9 with 1 group and 4 warps), if
-// that still gives half the multiprocessors a block. No more warps than K has turns for.
-// PYCUTLASS_GEMM_SMALL_MN_LAUNCH="groups,warps[,pipelined]" (groups 1, 2 or 4; warps 1..8;
-// pipelined 0 or 1) overrides them, for tuning runs: read at every call, so one process can time each.
+// that still gives half the multiprocessors a block. W of too few rows to give half the
+// multiprocessors a block splits K across blocks, a block a multiprocessor, in slices of at least
+// kMinSliceK (4 x 16 x 65536: 11 us against 44; with 2 blocks a multiprocessor as the bar, 16 x
+// 1024 x 8192 and 16 x 2048 x 8192 lost 20-25% to the second pass). No more warps than a slice
+// has turns for. PYCUTLASS_GEMM_SMALL_MN_LAUNCH="groups,warps" (groups 1, 2 or 4; warps 1..8)
+// overrides them, for tuning runs (scripts/small_mn_launch_sweep.py): read at every call, so one
+// process can time each.
 Launch choose_launch(int64_t rows, int64_t len, int64_t k, int64_t batch, int sm_count) {
-  Launch c{rows <= 16 ? 1 : 2, 1, 1, 0, true};
+  Launch c{rows <= 16 ? 1 : 2, 1, 0, 0, 1, k};
   const int64_t sms = sm_count > 0 ? sm_count : 132;
   const auto blocks_of = [&](int groups) { return (len + 8 * groups - 1) / (8 * groups) * batch; };
   if (c.m_tiles == 2 && 2 * blocks_of(4) >= sms) c.groups = 4;
-  c.blocks = blocks_of(c.groups);
-  const int64_t unroll = c.m_tiles == 1 ? 4 : 2;
-  const int64_t turns = (k + unroll * kStepK - 1) / (unroll * kStepK);
-  const int64_t per_sm = c.m_tiles == 1 ? std::clamp<int64_t>(16 * sms / c.blocks, 4, kMaxWarps) : kMaxWarps;
-  c.warps = static_cast<int>(std::max<int64_t>(1, std::min(per_sm, turns)));
+  // The slices follow from the problem alone (the knob below leaves them): run() must find the
+  // workspace that workspace_size() asked for, and plans are cached.
+  const int64_t span = unroll_of(c.m_tiles) * kStepK;  // a warp's turn
+  const int64_t blocks = blocks_of(c.groups);
+  const int64_t splits = 2 * blocks >= sms ? 1 : std::max<int64_t>(1, std::min<int64_t>({(sms + blocks - 1) / blocks, k / kMinSliceK, kMaxSplits}));
+  c.k_slice = std::max(span, ((k + splits - 1) / splits + span - 1) / span * span);
+  c.splits = static_cast<int>((k + c.k_slice - 1) / c.k_slice);
   if (const char* env = std::getenv("PYCUTLASS_GEMM_SMALL_MN_LAUNCH")) {
-    int groups = 0, warps = 0, pipelined = -1;
-    const int read = std::sscanf(env, "%d,%d,%d", &groups, &warps, &pipelined);
-    if (read >= 2 && (groups == 1 || groups == 2 || groups == 4) && warps >= 1 && warps <= kMaxWarps) {
+    int groups = 0, warps = 0;
+    if (std::sscanf(env, "%d,%d", &groups, &warps) == 2 && (groups == 1 || groups == 2 || groups == 4) && warps >= 1 &&
+        warps <= kMaxWarps) {
       c.groups = groups;
       c.warps = warps;
-      c.blocks = blocks_of(groups);
-      if (read == 3) c.pipelined = pipelined == 1;
     }
+  }
+  c.blocks = blocks_of(c.groups);
+  if (c.warps == 0) {
+    const int64_t turns = (c.k_slice + span - 1) / span;
+    const int64_t per_sm = c.m_tiles == 1 ? std::clamp<int64_t>(16 * sms / (c.blocks * c.splits), 4, kMaxWarps) : kMaxWarps;
+    c.warps = static_cast<int>(std::max<int64_t>(1, std::min(per_sm, turns)));
   }
   return c;
 }
 
 template <typename T, int kMTiles, int kGroups>
 void launch_small_side(const SmallSideArgs& args, const Launch& c, int64_t batch, cudaStream_t stream) {
-  constexpr int kUnroll = kMTiles == 1 ? 4 : 2;
   const size_t smem = size_t(c.warps) * kMTiles * kGroups * 4 * 32 * sizeof(float);  // <= 32 KB
-  const dim3 grid(static_cast<unsigned>(c.blocks / batch), static_cast<unsigned>(batch));
-  if (c.pipelined)
-    small_side_gemm_kernel<T, kMTiles, kGroups, kUnroll, true><<<grid, c.warps * 32, smem, stream>>>(args);
-  else
-    small_side_gemm_kernel<T, kMTiles, kGroups, kUnroll, false><<<grid, c.warps * 32, smem, stream>>>(args);
+  const dim3 grid(static_cast<unsigned>(c.blocks / batch), static_cast<unsigned>(batch), static_cast<unsigned>(c.splits));
+  small_side_gemm_kernel<T, kMTiles, kGroups, unroll_of(kMTiles)><<<grid, c.warps * 32, smem, stream>>>(args);
 }
 
 template <typename T>
@@ -318,18 +341,19 @@ class SmallSideGemm final : public GemmKernel {
   const KernelInfo& info() const override { return info_; }
 
   // Where the measured table does not decide (bias rows, devices without a table), from the H100
-  // sweep (notes/sweep-h100-2026-11-25.jsonl.gz): above the 128x32 swap-AB stream-K kernel (110)
-  // on sm_90 and later for K of 256-4096 and W of up to 16384 rows for one 16-row tile, 4096 for
-  // two (1.40x the best other kernel there, geomean of 540 problems, slower on 3%); beyond that K
-  // is too long for its blocks (no split across blocks) or W too tall. With a bias row the
-  // alternative is the 128x256 bias kernel, not the swap-AB one: above it for K >= 256 but where two
-  // 16-row tiles meet a short K (<= 1024) and a tall W (>= 4096 rows) (2.80x it, geomean of 772
-  // problems, slower on 13, by at most 0.84x).
+  // sweep (notes/sweep-h100-2026-11-26.jsonl.gz, K split across blocks where W has few rows): above
+  // the 128x32 swap-AB stream-K kernel (110) on sm_90 and later for K >= 256 with one 16-row tile,
+  // any K and W, and with two for K and W of up to 8192 and 4096 rows (1.52x the best other kernel
+  // there, geomean of 1106 problems; slower on 53, by at most 0.87x); beyond that two tiles' X
+  // words leave too few registers for W's loads. With a bias row the alternative is the 128x256
+  // bias kernel, not the swap-AB one: above it for K >= 256 but where two 16-row tiles meet a short
+  // K (<= 1024) and a tall W (>= 4096 rows) (session 24: 2.80x it, geomean of 772 problems, slower
+  // on 13, by at most 0.84x).
   int priority(const GemmProblem& p) const override {
     const int64_t rows = std::min(p.m, p.n), len = std::max(p.m, p.n);
     if (p.sm < 90 || p.k < 256) return info_.priority;
     const bool first = has_bias_row(p) ? rows <= 16 || p.k > 1024 || len < 4096
-                                       : p.k <= 4096 && len <= (rows <= 16 ? 16384 : 4096);
+                                       : rows <= 16 || (p.k <= 8192 && len <= 4096);
     return first ? kMeasuredFastestPriority : info_.priority;
   }
 
@@ -343,7 +367,13 @@ class SmallSideGemm final : public GemmKernel {
     return "";
   }
 
-  void run(const GemmProblem& p, void*) const override {
+  size_t workspace_size(const GemmProblem& p) const override {
+    if (p.m == 0 || p.n == 0 || p.batch == 0) return 0;
+    const Launch launch = choose_launch(std::min(p.m, p.n), std::max(p.m, p.n), p.k, p.batch, p.sm_count);
+    return launch.splits > 1 ? size_t(launch.splits) * p.batch * p.m * p.n * sizeof(float) : 0;
+  }
+
+  void run(const GemmProblem& p, void* workspace) const override {
     if (p.m == 0 || p.n == 0 || p.batch == 0) return;
     const bool small_m = p.m <= p.n;  // the smaller side is X; the larger spreads over the blocks
     SmallSideArgs args{};
@@ -371,12 +401,21 @@ class SmallSideGemm final : public GemmKernel {
     args.alpha = static_cast<float>(p.alpha);
     args.beta = static_cast<float>(p.beta);
     const Launch launch = choose_launch(args.rows, args.len, args.k, p.batch, p.sm_count);
+    args.k_slice = launch.k_slice;
+    if (launch.splits > 1) {  // the slices' sums in D's layout, m x n row-major, one after another
+      args.partials = static_cast<float*>(workspace);
+      args.part_batch = p.m * p.n;
+      args.part_split = p.batch * args.part_batch;
+      args.part_r = small_m ? p.n : 1;
+      args.part_l = small_m ? 1 : p.n;
+    }
     const cudaStream_t stream = reinterpret_cast<cudaStream_t>(p.stream);
     if (p.dtype == DType::BF16)
       launch_small_side<__nv_bfloat16>(args, launch, p.batch, stream);
     else
       launch_small_side<__half>(args, launch, p.batch, stream);
     check_launch(info_.name.c_str());
+    if (launch.splits > 1) sum_split_k_partials(p, launch.splits, workspace);
   }
 
  private:

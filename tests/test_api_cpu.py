@@ -245,8 +245,9 @@ def test_small_mn_kernels_say_what_they_cannot_run(dtype):
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
 def test_small_mn_ranks_first_where_the_sweep_has_it_fastest(dtype):
     """Where no table decides (a bias row; a GPU without one), small_mn's priority puts it first on
-    sm_90 for decode shapes, and leaves long K (no split across blocks), K < 256, and two 16-row
-    tiles over a tall W and short K to the CUTLASS kernels (the rules, SmallSideGemm::priority)."""
+    sm_90 for decode shapes and one 16-row tile over a long K (split across blocks), and leaves K <
+    256, two 16-row tiles over a long K or a tall W, and with a bias row two tiles over a tall W and
+    short K to the CUTLASS kernels (the rules, SmallSideGemm::priority)."""
     name = small_mn_built(dtype)
     mk = lambda rows, cols, layout: matrix(rows, cols, layout, dtype, device="meta")  # noqa: E731
 
@@ -257,7 +258,8 @@ def test_small_mn_ranks_first_where_the_sweep_has_it_fastest(dtype):
     try:
         for m, n, k in ((16, 4096, 4096), (1, 4096, 4096), (4096, 16, 4096), (32, 4096, 2048), (16, 14336, 4096)):
             assert plan(m, n, k) == name and plan(m, n, k, bias=True) == name
-        assert plan(16, 4096, 16384) != name and plan(16, 4096, 16384, bias=True) == name  # long K
+        assert plan(16, 4096, 16384) == name and plan(4, 256, 65536) == name  # long K, split across blocks
+        assert plan(32, 4096, 16384) != name and plan(32, 8192, 4096) != name  # two tiles: long K, tall W
         assert plan(16, 4096, 128) != name and plan(16, 4096, 128, bias=True) != name  # K < 256
         assert plan(32, 16384, 512, bias=True) != name  # two tiles, tall W, short K
     finally:

@@ -21,10 +21,12 @@ KERNELS = {"bfloat16": "small_mn_bf16_rc", "float16": "small_mn_f16_rc"}
 DTYPES = [torch.bfloat16, torch.float16]
 # (m, n, k): decode shapes (x @ W.T), their mirror, one and two 16-row tiles and ragged ones,
 # one output row or column, K past a 16-byte word (K % 8) and past a 32-k step, K of one word,
-# K longer than a block's warps cover in one turn, and a long K.
+# K longer than a block's warps cover in one turn, and a long K; W of few rows against a long K
+# (K split across blocks, the last slice partial) for each side.
 SHAPES = [(16, 4096, 4096), (1, 4096, 4096), (7, 1000, 520), (17, 264, 1032), (32, 2048, 1024),
           (4096, 16, 4096), (1000, 1, 520), (264, 25, 1032), (5, 9, 64), (16, 520, 1001), (3, 136, 8),
-          (16, 136, 24), (31, 72, 4104), (8, 264, 65544)]
+          (16, 136, 24), (31, 72, 4104), (8, 264, 65544), (16, 64, 16384), (4, 16, 65544), (64, 8, 8200),
+          (32, 200, 12296)]
 
 
 def built(dtype: torch.dtype) -> str:
@@ -69,7 +71,7 @@ def test_small_mn_matches_float64_and_fallback(dtype, m, n, k):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
-@pytest.mark.parametrize("m, n, k", [(16, 1000, 1032), (1000, 16, 1032)], ids=str)
+@pytest.mark.parametrize("m, n, k", [(16, 1000, 1032), (1000, 16, 1032), (16, 40, 5000)], ids=str)
 def test_small_mn_batched_padded(dtype, m, n, k):
     name = built(dtype)
     a, b = operands(m, n, k, dtype, pad=1, batch=3)
@@ -78,9 +80,10 @@ def test_small_mn_batched_padded(dtype, m, n, k):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
-@pytest.mark.parametrize("m, n, k", [(12, 1000, 1032), (1000, 12, 1032)], ids=str)
+@pytest.mark.parametrize("m, n, k", [(12, 1000, 1032), (1000, 12, 1032), (12, 40, 5000)], ids=str)
 def test_small_mn_epilogue(dtype, m, n, k):
-    """alpha and beta with a row-major C, and F.linear's bias row (beta 1)."""
+    """alpha and beta with a row-major C, and F.linear's bias row (beta 1); the last shape splits K
+    across blocks, so the epilogue is sum_split_k_partials'."""
     name = built(dtype)
     a, b = operands(m, n, k, dtype)
     c = torch.randn(m, n, device="cuda").to(dtype)
@@ -89,11 +92,11 @@ def test_small_mn_epilogue(dtype, m, n, k):
     check(name, a, b, bias, poisoned(m, n, dtype), beta=1.0)
 
 
-@pytest.mark.parametrize("launch", ["1,1", "1,8", "2,3", "4,8", "4,2", "1,4,1", "2,5,1", "4,2,1"])
-@pytest.mark.parametrize("m, n, k", [(16, 1000, 4104), (1000, 25, 1800), (2, 264, 520)], ids=str)
+@pytest.mark.parametrize("launch", ["1,1", "1,8", "2,3", "4,8", "4,2", "1,4", "2,5"])
+@pytest.mark.parametrize("m, n, k", [(16, 1000, 4104), (1000, 25, 1800), (2, 264, 520), (16, 40, 5000)], ids=str)
 def test_small_mn_launch_settings(monkeypatch, launch, m, n, k):
-    """Every block shape, a range of warp counts, and the pipelined loop (a third field of 1) the
-    launch knob reaches, K's last turn partial."""
+    """Every block shape and a range of warp counts the launch knob reaches, K's last turn partial;
+    the last shape splits K across blocks."""
     name = built(torch.bfloat16)
     monkeypatch.setenv("PYCUTLASS_GEMM_SMALL_MN_LAUNCH", launch)
     a, b = operands(m, n, k, torch.bfloat16)
