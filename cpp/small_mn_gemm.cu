@@ -214,8 +214,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32) small_side_gemm_kernel(SmallSi
 
   float acc[kMTiles][kGroups][4] = {};
   constexpr int64_t kWarpSpan = int64_t(kUnroll) * kStepK;
-  warp_share<T, kMTiles, kGroups, kUnroll>(acc, x_row, w_row, k_begin + warp * kWarpSpan, warps * kWarpSpan,
-                                                      k_end, t, evict_first_policy());
+  warp_share<T, kMTiles, kGroups, kUnroll>(acc, x_row, w_row, k_begin + warp * kWarpSpan, warps * kWarpSpan, k_end, t,
+                                           evict_first_policy());
 
   // The warps' partial sums, added in warp order.
 #pragma unroll
@@ -262,16 +262,15 @@ struct Launch {
 constexpr int unroll_of(int m_tiles) { return m_tiles == 1 ? 4 : 2; }
 
 // Measured on the H100 (session 24: 1-32 rows against 1024-14336 x 4096-14336, groups 1-4 x
-// warps 1-8). One 16-row tile runs best in the narrowest
-// blocks, 1 group, with warps for ~16 a multiprocessor (4 at 4096 rows of W, 8 at 1024); two tiles
-// best in 4 groups and 8 warps (32 x 4096 x 4096: 21.6 us, 22.9 with 1 group and 4 warps), if
-// that still gives half the multiprocessors a block. W of too few rows to give half the
-// multiprocessors a block splits K across blocks, a block a multiprocessor, in slices of at least
-// kMinSliceK (4 x 16 x 65536: 11 us against 44; with 2 blocks a multiprocessor as the bar, 16 x
-// 1024 x 8192 and 16 x 2048 x 8192 lost 20-25% to the second pass). No more warps than a slice
-// has turns for. PYCUTLASS_GEMM_SMALL_MN_LAUNCH="groups,warps" (groups 1, 2 or 4; warps 1..8)
-// overrides them, for tuning runs (scripts/small_mn_launch_sweep.py): read at every call, so one
-// process can time each.
+// warps 1-8). One 16-row tile runs best in the narrowest blocks, 1 group, with warps for ~16 a
+// multiprocessor (4 at 4096 rows of W, 8 at 1024); two tiles best in 4 groups and 8 warps (32 x
+// 4096 x 4096: 21.6 us, 22.9 with 1 group and 4 warps), if that still gives half the
+// multiprocessors a block. W of too few rows to give half the multiprocessors a block splits K
+// across blocks, a block a multiprocessor, in slices of at least kMinSliceK (4 x 16 x 65536: 11 us
+// against 44; with 2 blocks a multiprocessor as the bar, 16 x 1024 x 8192 and 16 x 2048 x 8192
+// lost 20-25% to the second pass). No more warps than a slice has turns for.
+// PYCUTLASS_GEMM_SMALL_MN_LAUNCH="groups,warps" (groups 1, 2 or 4; warps 1..8) overrides them, for
+// tuning runs (scripts/small_mn_launch_sweep.py): read at every call, so one process can time each.
 Launch choose_launch(int64_t rows, int64_t len, int64_t k, int64_t batch, int sm_count) {
   Launch c{rows <= 16 ? 1 : 2, 1, 0, 0, 1, k};
   const int64_t sms = sm_count > 0 ? sm_count : 132;
@@ -281,7 +280,9 @@ Launch choose_launch(int64_t rows, int64_t len, int64_t k, int64_t batch, int sm
   // workspace that workspace_size() asked for, and plans are cached.
   const int64_t span = unroll_of(c.m_tiles) * kStepK;  // a warp's turn
   const int64_t blocks = blocks_of(c.groups);
-  const int64_t splits = 2 * blocks >= sms ? 1 : std::max<int64_t>(1, std::min<int64_t>({(sms + blocks - 1) / blocks, k / kMinSliceK, kMaxSplits}));
+  const int64_t splits =
+      2 * blocks >= sms ? 1
+                        : std::max<int64_t>(1, std::min<int64_t>({(sms + blocks - 1) / blocks, k / kMinSliceK, kMaxSplits}));
   c.k_slice = std::max(span, ((k + splits - 1) / splits + span - 1) / span * span);
   c.splits = static_cast<int>((k + c.k_slice - 1) / c.k_slice);
   if (const char* env = std::getenv("PYCUTLASS_GEMM_SMALL_MN_LAUNCH")) {
@@ -344,8 +345,8 @@ class SmallSideGemm final : public GemmKernel {
   // sweep (notes/sweep-h100-2026-11-26.jsonl.gz, K split across blocks where W has few rows): above
   // the 128x32 swap-AB stream-K kernel (110) on sm_90 and later for K >= 256 with one 16-row tile,
   // any K and W, and with two for K and W of up to 8192 and 4096 rows (1.52x the best other kernel
-  // there, geomean of 1106 problems; slower on 53, by at most 0.87x); beyond that two tiles' X
-  // words leave too few registers for W's loads. With a bias row the alternative is the 128x256
+  // there, geomean of 1106 problems; slower on 53, by at most 0.87x); beyond that the CUTLASS
+  // kernels are ahead of two tiles (0.52-0.94x). With a bias row the alternative is the 128x256
   // bias kernel, not the swap-AB one: above it for K >= 256 but where two 16-row tiles meet a short
   // K (<= 1024) and a tall W (>= 4096 rows) (session 24: 2.80x it, geomean of 772 problems, slower
   // on 13, by at most 0.84x).
