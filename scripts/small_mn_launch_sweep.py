@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Times the small-M/N kernel under launch settings against torch.matmul, on a GPU.
 
-    python3 scripts/small_mn_launch_sweep.py [--shapes 16x4096x4096,...] [--launch default,1,4,0,...]
+    python3 scripts/small_mn_launch_sweep.py [--shapes 16x4096x4096,...] [--launch "default;1,4;2,8"]
         [--rounds 50] [--dtype bf16]
 
 Each shape (M x N x K, A row-major, B column-major: x @ W.T) runs under every setting of
