@@ -31,6 +31,10 @@ COARSE = (1, 16, 256, 1024, 4096, 16384, 65536)  # unaligned, fp16 cc, IEEE fp32
 # (cc too: 3072^3 cc took 2048's and 4096's vote for 128x256 tiles, 0.75x cuBLAS).
 MID_SIZES = (1536, 3072, 6144, 12288)
 SMALL_SIDE = 32  # cpp/small_mn_gemm.cu's kMaxSmallSide
+# x @ W.T over a batch of 128 tokens (rc) and its mirror: one 128-row tile of the small side, between
+# SIZES' 64 and 256, where the vote of those two octaves picked kernels up to 16% behind (session 26:
+# 128x4096x14336 rc bf16 ran 128x128 c1x2 at 0.83x cuBLAS where 128x64 c1x2 runs 0.97x)
+TILE_SIDE = 128
 BATCHED = ((4, (64, 256, 1024, 4096)), (32, (64, 256, 1024)))  # (batch, sizes)
 MAX_FLOP = 2**41
 MAX_FLOP_SIMT = 2**38  # IEEE fp32 (~50 TFLOP/s) and tf32x3 (~100): compute-bound well before this
@@ -86,9 +90,10 @@ def sweep_problems(quick: bool = False) -> list[tuple[Workload, Precision]]:
     if not quick:
         # M or N = 32, the most the small-M/N kernels take (two 16-row tiles), x @ W.T (rc) and its
         # mirror: without it the vote between 16 and 64 rows passes them over where they are fastest.
-        for big, k in itertools.product((s for s in SIZES if s >= 256), SIZES):
+        # And M or N = 128 (TILE_SIDE) likewise.
+        for side, big, k in itertools.product((SMALL_SIDE, TILE_SIDE), (s for s in SIZES if s >= 256), SIZES):
             problems += [(Workload.problem(m, n, k, "rc", 1), _BY_NAME[dtype])
-                         for dtype in ("bf16", "fp16") for m, n in ((SMALL_SIDE, big), (big, SMALL_SIDE))]
+                         for dtype in ("bf16", "fp16") for m, n in ((side, big), (big, side))]
         wide = tuple(s for s in SIZES if s >= 256) + MID_SIZES
         for m, n, k in itertools.product(wide, wide, SIZES + MID_SIZES):
             if m in MID_SIZES or n in MID_SIZES:
