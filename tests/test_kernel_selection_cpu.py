@@ -356,6 +356,11 @@ def test_sweep_covers_sizes_1_to_65536_every_layout_dtype_alignment_and_batch():
     # between the octaves, where 192-wide tiles fit: 3072^3 in every layout, bf16 and fp16
     assert {("3072x3072x3072 " + lay, d) for lay in ("rr", "rc", "cr", "cc") for d in ("bf16", "fp16")} <= {
         (w.name, p.name) for w, p in problems}
+    # x @ W.T over 32 and 128 tokens and the mirror, between the octaves of SIZES (small_mn's widest X,
+    # one 128-row tile), bf16 and fp16
+    for side in (tune_sweep.SMALL_SIDE, tune_sweep.TILE_SIDE):
+        assert {(f"{m}x{n}x4096 rc", d) for m, n in ((side, 4096), (4096, side)) for d in ("bf16", "fp16")} <= {
+            (w.name, p.name) for w, p in problems}
     assert all(tune_sweep.fits(w, p) for w, p in problems)
     for w, p in (("1000x3000x777 rr", "bf16"), ("256x256x524288 rr", "bf16"), ("2048x4096x8192 cr", "tf32")):
         assert any(x.name == w and q.name == p for x, q in problems)
