@@ -88,6 +88,12 @@ class Sm90Priority {
                                       cute::size<1>(ClusterShape{}) == 2 && !kTransposed && !kStreamK &&
                                       !kSplitK && !kBias && !kAnyOutput && !kUnalignedInputs;
   static constexpr int kOneWavePairPriority = 102, kNotOneWavePairPriority = 55;
+  // The 128x64 tile in clusters of 1x4 (A multicast to four N tiles: half the L2 traffic for A of
+  // 1x2) is for x @ W.T over 64-128 tokens (H100, session 26: 64 x 4096 x 4096 0.022 ms, 0.99x
+  // cuBLAS, against 1x2's 0.027), where the measured table has it fastest; by rule it ranks behind
+  // the others (with fewer than four N tiles a cluster's CTAs idle, and 256 tokens ran 0.72x).
+  static constexpr bool kQuadCluster = cute::size<1>(ClusterShape{}) == 4;
+  static constexpr int kQuadClusterPriority = 54;
   // Tiles of 128x192 are for problems whose 128x256 tiles leave much of their last wave idle and
   // 128x192 ones fill it: 3072^3 has 288 tiles of 128x256 for 132 SMs (three waves, the last 18%
   // full) and 384 of 128x192 (97%): 0.081 ms against 0.102 on the H100 (cuBLAS runs 192-wide tiles
@@ -186,6 +192,7 @@ class Sm90Priority {
       return fills_waves(p, kWaveFillGain * std::max(wave_fill(p, 128, 256), wave_fill(p, 128, 192)))
                  ? kWaveFillTransposedPriority
                  : kNotWaveFillPriority;
+    if constexpr (kQuadCluster) return kQuadClusterPriority;
     if constexpr (kOneWavePair) {
       const int64_t tiles = Gemm::tiles_of(p), sms = sm_count_of(p);
       return p.n > kTileN && tiles <= sms && 2 * tiles >= sms ? kOneWavePairPriority : kNotOneWavePairPriority;

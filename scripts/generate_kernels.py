@@ -263,6 +263,12 @@ def all_kernels():
         kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], tile, (1, 2), "coop", "persistent"))
     for dtype in ["bf16", "f16"]:
         kernels.append(Kernel("sm90", dtype, "r", "r", (128, 64, 64), (1, 2), "coop", "splitk"))
+    # x @ W.T over 64-128 tokens: the 128x64 tile in clusters of 1x4, A (the tokens) multicast to four
+    # N tiles. H100, bf16, ms (x cuBLAS) against 1x2: 64x4096x4096 0.022 (0.99x) / 0.027 (0.81x),
+    # 128x4096x4096 0.022 (1.01x) / 0.022, 128x14336x4096 1.08x / 1.06x, 128x11008x4096 1.07x / 1.04x;
+    # behind at 256 tokens (0.72x / 0.93x). bf16 only (the build's 5 minutes); the measured table
+    # chooses it (CutlassSm90Gemm::priority ranks it last by rule).
+    kernels.append(Kernel("sm90", "bf16", "r", "c", (128, 64, 64), (1, 4), "coop", "persistent"))
     # 128x192 tiles in clusters of 2x1 where 128x256 tiles leave much of the last wave idle and
     # 128x192 ones fill it (cuBLAS runs 192-wide tiles there): H100, bf16, ms (x cuBLAS) against the
     # 128x256 c2x1 auto ran: 3072^3 rr 0.081 (0.95x) / 0.102 (0.76x), rc 0.084 (0.91x) / 0.103
