@@ -32,8 +32,9 @@ COARSE = (1, 16, 256, 1024, 4096, 16384, 65536)  # unaligned, fp16 cc, IEEE fp32
 MID_SIZES = (1536, 3072, 6144, 12288)
 SMALL_SIDE = 32  # cpp/small_mn_gemm.cu's kMaxSmallSide
 # x @ W.T over a batch of 128 tokens (rc) and its mirror: one 128-row tile of the small side, between
-# SIZES' 64 and 256, where the vote of those two octaves picked kernels up to 16% behind (session 26:
-# 128x4096x14336 rc bf16 ran 128x128 c1x2 at 0.83x cuBLAS where 128x64 c1x2 runs 0.97x)
+# SIZES' 64 and 256, where the vote of those two octaves picked slower kernels (H100, session 26:
+# 128x11008x4096 and 4096x128x4096 rc bf16 ran 0.97x / 0.84x cuBLAS with the vote, 1.03x / 1.03x with
+# these points measured)
 TILE_SIDE = 128
 BATCHED = ((4, (64, 256, 1024, 4096)), (32, (64, 256, 1024)))  # (batch, sizes)
 MAX_FLOP = 2**41
