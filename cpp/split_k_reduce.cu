@@ -3,6 +3,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 
 #include "strided_gemm.cuh"
@@ -29,6 +33,12 @@ __global__ void __launch_bounds__(kOutputs * kGroups)
                         typename AccumulatorOf<T>::type beta) {
   using Acc = typename AccumulatorOf<T>::type;
   static_assert(kVec == 1 || (kVec == 4 && std::is_same_v<Acc, float>), "float4 packs of fp32 partials");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Launched as the product's programmatic dependent (launch_after_product): the blocks may start
+  // while the product's last blocks finish; this waits until it has completed and its partials
+  // are visible. A no-op for a plain launch.
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
   __shared__ Acc row_sums[kGroups][kOutputs * kVec];
   const int64_t total = batch * m * n, packs = total / kVec;
   const int lane = threadIdx.x % kOutputs, group = threadIdx.x / kOutputs;
@@ -63,12 +73,40 @@ __global__ void __launch_bounds__(kOutputs * kGroups)
   }
 }
 
+// Launches the reduction on Hopper (sm_90) as a programmatic dependent of
+// the product before it on the stream: its blocks are scheduled as the product's last blocks exit
+// instead of after the product has completed, which takes the launch gap (~1.2 us between the two
+// kernels at 256 x 256 x 131072, notes/measurements.md) out of the call. PYCUTLASS_GEMM_PDL=0 turns
+// it off (a plain launch; the kernel's wait is then a no-op). sm_90 only: that is the build with the
+// wait (sm_90a); other GPUs run the compute_80 PTX, which has none, so they launch plainly.
+template <typename Kernel, typename... Args>
+void launch_after_product(const GemmProblem& p, int blocks, Kernel kernel, Args... args) {
+  static const bool pdl_allowed = [] {
+    const char* env = std::getenv("PYCUTLASS_GEMM_PDL");
+    return env == nullptr || std::strcmp(env, "0") != 0;
+  }();
+  cudaLaunchAttribute after_product{};
+  after_product.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  after_product.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(blocks);
+  config.blockDim = dim3(kOutputs * kGroups);
+  config.stream = reinterpret_cast<cudaStream_t>(p.stream);
+  config.attrs = &after_product;
+  config.numAttrs = pdl_allowed && p.sm == 90 ? 1 : 0;
+  const cudaError_t err = cudaLaunchKernelEx(&config, kernel, args...);
+  if (err != cudaSuccess) {
+    cudaGetLastError();  // clear it, so the context stays usable
+    throw std::runtime_error(std::string("split-K reduction: CUDA error ") + cudaGetErrorName(err) + ": " +
+                             cudaGetErrorString(err));
+  }
+}
+
 }  // namespace
 
 void sum_split_k_partials(const GemmProblem& p, int slices, const void* partials) {
   const int64_t total = p.batch * p.m * p.n;
   if (total == 0) return;
-  const auto stream = reinterpret_cast<cudaStream_t>(p.stream);
   const bool by4 = p.dtype != DType::F64 && total % 4 == 0 && reinterpret_cast<uintptr_t>(partials) % 16 == 0;
   const int64_t packs = by4 ? total / 4 : total;
   const int blocks = static_cast<int>(std::min<int64_t>((packs + kOutputs - 1) / kOutputs, 65535));
@@ -78,15 +116,14 @@ void sum_split_k_partials(const GemmProblem& p, int slices, const void* partials
     const auto* acc = static_cast<const Acc*>(partials);
     if constexpr (std::is_same_v<Acc, float>) {
       if (by4) {
-        sum_partials_kernel<T, 4><<<blocks, kOutputs * kGroups, 0, stream>>>(
-            p.m, p.n, p.batch, slices, acc, strided<T>(p.c), strided<T>(p.d), Acc(p.alpha), Acc(p.beta));
+        launch_after_product(p, blocks, sum_partials_kernel<T, 4>, p.m, p.n, p.batch, slices, acc, strided<T>(p.c),
+                             strided<T>(p.d), Acc(p.alpha), Acc(p.beta));
         return;
       }
     }
-    sum_partials_kernel<T, 1><<<blocks, kOutputs * kGroups, 0, stream>>>(
-        p.m, p.n, p.batch, slices, acc, strided<T>(p.c), strided<T>(p.d), Acc(p.alpha), Acc(p.beta));
+    launch_after_product(p, blocks, sum_partials_kernel<T, 1>, p.m, p.n, p.batch, slices, acc, strided<T>(p.c),
+                         strided<T>(p.d), Acc(p.alpha), Acc(p.beta));
   });
-  check_launch("split-K reduction");
 }
 
 }  // namespace pycutlass_gemm

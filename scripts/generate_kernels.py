@@ -506,6 +506,13 @@ def tuning_kernels():
         simt(la_lb, tile, warp, stages) for la_lb in ("rr", "rc")
         for tile, warp, stages in [((256, 128, 8), (64, 64, 8), 5), ((128, 128, 8), (32, 64, 8), 5),
                                    ((128, 128, 16), (32, 64, 16), 4)]
+    ] + [  # decode-time x @ W.T (1-32 tokens) as D^T = W x^T on 64-row tiles of W, one warpgroup a tile
+        # (ping-pong), no split: W streamed by TMA through a deep ring of stages on 64 SMs at 4096 rows,
+        # as cuBLAS's 128x16 split-K tiles with 11 stages do (notes/measurements.md, session 25)
+        Kernel("sm90", "bf16", "r", "c", tile, (1, 1), "pingpong", "persistent", swap_ab=True)
+        for tile in ((64, 16, 128), (64, 32, 128), (64, 16, 256))
+    ] + [
+        Kernel("sm90", "bf16", "r", "c", (128, 16, 128), (1, 1), "coop", "persistent", swap_ab=True),
     ]
 
 

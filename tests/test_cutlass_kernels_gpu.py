@@ -4,6 +4,10 @@ No instantiation is trusted until it matched an fp64 reference on the GPU: a tf3
 once returned a relative error of 1.4 while its bf16 twin was right.
 """
 
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -132,6 +136,48 @@ def test_split_k_follows_torch_determinism(deterministic):
         assert max(errors) < tol
         if deterministic or "splitk" in kern["name"]:
             assert all(torch.equal(outs[0], out) for out in outs[1:]), f"{kern['name']}: runs differ"
+
+
+# Problems whose K slices are added by a second kernel (split_k_reduce.cu) after the product: SM90
+# split-K, small_mn's split, SIMT split-K (IEEE fp32), the fallback's split.
+SPLIT_PROBLEMS = [(256, 256, 131072, "rr", torch.bfloat16, "auto"), (4, 16, 65536, "rc", torch.bfloat16, "auto"),
+                  (256, 256, 65536, "rr", torch.float32, "auto"), (64, 64, 65536, "rr", torch.float32, "fallback")]
+SPLIT_OUTPUTS = """
+import torch
+import pycutlass_gemm as pg
+from conftest import matrix, poisoned
+outs = []
+for i, (m, n, k, layout, dtype, variant) in enumerate(PROBLEMS):
+    g = torch.Generator(device="cuda").manual_seed(i)
+    a = matrix(m, k, {"r": "row", "c": "col"}[layout[0]], dtype, generator=g)
+    b = matrix(k, n, {"r": "row", "c": "col"}[layout[1]], dtype, generator=g)
+    out, precision = poisoned(m, n, dtype), "ieee" if dtype is torch.float32 else None
+    pg.gemm(a, b, variant=variant, out=out, precision=precision)
+    name = pg.plan(a, b, precision=precision)["kernel"] if variant == "auto" else variant
+    outs.append((name, out.cpu(), a, b))
+"""
+
+
+def test_split_k_reduction_after_its_product_matches_a_plain_launch(tmp_path):
+    """On sm_90 the reduction of K slices is launched as a programmatic dependent of the product (its
+    blocks start as the product's last ones exit and wait for the partials); PYCUTLASS_GEMM_PDL=0
+    launches it plainly, in a process of its own. The two give the same bits (the reduction's order
+    is fixed), and both match float64."""
+    env = dict(os.environ, PYCUTLASS_GEMM_PDL="0")
+    tests_dir = os.path.dirname(os.path.abspath(__file__))
+    code = (f"import torch\nPROBLEMS = {SPLIT_PROBLEMS!r}\n" + SPLIT_OUTPUTS +
+            f"torch.save([(name, out) for name, out, _, _ in outs], {str(tmp_path / 'plain.pt')!r})\n")
+    subprocess.run([sys.executable, "-c", code], env=env, cwd=tests_dir, check=True, timeout=300)
+    plain = torch.load(tmp_path / "plain.pt")
+    scope = {"PROBLEMS": SPLIT_PROBLEMS}
+    exec(SPLIT_OUTPUTS, scope)
+    for (m, n, k, layout, dtype, variant), (name, out, a, b), (plain_name, plain_out) in zip(
+            SPLIT_PROBLEMS, scope["outs"], plain):
+        err, plain_err = rel_error(out.cuda(), a, b), rel_error(plain_out.cuda(), a, b)
+        print(f"{m}x{n}x{k} {layout} {dtype} {name}: error vs fp64 {err:.2e} (plain launch {plain_err:.2e})")
+        assert name == plain_name
+        assert err < tolerance(dtype, "ieee", k)
+        assert torch.equal(out, plain_out), f"{name}: the reduction after the product and a plain launch differ"
 
 
 def sgemm(a, b):
