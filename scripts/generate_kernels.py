@@ -508,11 +508,21 @@ def tuning_kernels():
                                    ((128, 128, 16), (32, 64, 16), 4)]
     ] + [  # decode-time x @ W.T (1-32 tokens) as D^T = W x^T on 64-row tiles of W, one warpgroup a tile
         # (ping-pong), no split: W streamed by TMA through a deep ring of stages on 64 SMs at 4096 rows,
-        # as cuBLAS's 128x16 split-K tiles with 11 stages do (notes/measurements.md, session 25)
+        # as cuBLAS's 128x16 split-K tiles with 11 stages do (notes/measurements.md, session 25). H100, us,
+        # against small_mn (auto) and cuBLAS in the same run: 16x4096x4096 64x16x128 20, 64x16x256 20,
+        # 128x16x128 19 (small_mn 18, cuBLAS 22); 32x4096x4096 64x32x128 20 (small_mn 21, cuBLAS 21);
+        # 16x28672x8192 64x16x256 173 (swap-AB stream-K 178, cuBLAS 180); 64x4096x4096 64x32x128 25
+        # (128x64 c1x4 22). Not registered: within ~5% of what auto runs, ahead only at 17-32 tokens.
         Kernel("sm90", "bf16", "r", "c", tile, (1, 1), "pingpong", "persistent", swap_ab=True)
         for tile in ((64, 16, 128), (64, 32, 128), (64, 16, 256))
     ] + [
         Kernel("sm90", "bf16", "r", "c", (128, 16, 128), (1, 1), "coop", "persistent", swap_ab=True),
+    ] + [  # bf16 parity on big shapes: the 128x256 c2x1 tile with the stream-K scheduler, whose heuristic runs
+        # the full waves data-parallel and spreads the last, partial one over all SMs (4096^3: 512 tiles, 3.9
+        # waves; 8192x14336x4096: 3584 tiles, 27.2 waves). Slower than the persistent one everywhere (H100,
+        # x cuBLAS, same run: 4096^3 rr 0.96 / 0.99, rc 0.96 / 0.99, 8192x14336x4096 rc 0.97 / 0.97,
+        # 4096x14336x4096 rc 0.96 / 0.98, 8192^3 rr 1.00 / 1.01, 6144^3 rr 0.98 / 1.00)
+        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 256, 64), (2, 1), "coop", "streamk") for la_lb in ("rr", "rc")
     ]
 
 
