@@ -14,20 +14,21 @@
 namespace pycutlass_gemm {
 namespace {
 
-// A block sums kOutputs consecutive packs of kVec outputs; its kGroups rows of threads split each
+// A block sums kLanes consecutive packs of kVec outputs; its kGroups rows of threads split each
 // output's slices (row g adds slices g, g + kGroups, ..., in order) and row 0 then adds the rows'
-// sums in order and applies the epilogue. A fixed order, so deterministic, and the same bits for
-// both pack widths (for at most kGroups slices, the plain slice order). One thread an output
-// running through all the slices (before: 256 x 256 x 524288's 66 slices, 64 blocks) waited on
-// each round of loads in turn: 9.6 us for 17 MB of partials that L2 holds; the rows put kGroups
-// times more loads in flight over all SMs.
-constexpr int kOutputs = 32, kGroups = 8;
-
+// sums in order and applies the epilogue. A fixed order for a problem, so deterministic. One
+// thread an output running through all the slices (before: 256 x 256 x 524288's 66 slices, 64
+// blocks) waited on each round of loads in turn: 9.6 us for 17 MB of partials that L2 holds; rows
+// of threads put more loads in flight over all SMs where the outputs are few and the slices many
+// (choose_groups). Indices are 32-bit where the outputs allow: 64-bit division took most of the
+// kernel's time (H100, session 27, the kernel alone, us, before -> now: 256 x 256 with 16 slices
+// 4.5 -> 3.3, 512 x 512 with 16 9.5 -> 4.9, 1024 x 1024 with 8 26.7 -> 8.7).
+//
 // kVec = 4: fp32 partials read as float4 (the caller checks alignment and a multiple of 4
 // outputs); D and C are written and read element by element, at any alignment.
-template <typename T, int kVec>
-__global__ void __launch_bounds__(kOutputs * kGroups)
-    sum_partials_kernel(int64_t m, int64_t n, int64_t batch, int slices,
+template <typename T, int kVec, int kLanes, int kGroups, typename Index>
+__global__ void __launch_bounds__(kLanes * kGroups)
+    sum_partials_kernel(int64_t m64, int64_t n64, int64_t batch, int slices,
                         const typename AccumulatorOf<T>::type* __restrict__ partials, StridedMatrix<T> c,
                         StridedMatrix<T> d, typename AccumulatorOf<T>::type alpha,
                         typename AccumulatorOf<T>::type beta) {
@@ -39,39 +40,51 @@ __global__ void __launch_bounds__(kOutputs * kGroups)
   // are visible. A no-op for a plain launch.
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
-  __shared__ Acc row_sums[kGroups][kOutputs * kVec];
-  const int64_t total = batch * m * n, packs = total / kVec;
-  const int lane = threadIdx.x % kOutputs, group = threadIdx.x / kOutputs;
-  for (int64_t first = blockIdx.x * int64_t(kOutputs); first < packs; first += int64_t(gridDim.x) * kOutputs) {
-    const int64_t pack = first + lane;
+  __shared__ Acc row_sums[kGroups > 1 ? kGroups : 1][kGroups > 1 ? kLanes * kVec : 1];
+  const Index n = n64, mn = m64 * n64, packs = batch * m64 * n64 / kVec;
+  const int lane = threadIdx.x % kLanes, group = threadIdx.x / kLanes;
+  for (Index first = blockIdx.x * Index(kLanes); first < packs; first += Index(gridDim.x) * kLanes) {
+    const Index pack = first + lane;
     Acc sum[kVec] = {};
     if (pack < packs) {
 #pragma unroll 4
       for (int s = group; s < slices; s += kGroups) {
         if constexpr (kVec == 4) {
-          const float4 v = reinterpret_cast<const float4*>(partials)[s * packs + pack];
+          const float4 v = reinterpret_cast<const float4*>(partials)[size_t(s) * packs + pack];
           sum[0] += v.x, sum[1] += v.y, sum[2] += v.z, sum[3] += v.w;
         } else {
-          sum[0] += partials[s * total + pack];
+          sum[0] += partials[size_t(s) * packs + pack];
         }
       }
     }
+    if constexpr (kGroups > 1) {
 #pragma unroll
-    for (int q = 0; q < kVec; ++q) row_sums[group][lane * kVec + q] = sum[q];
-    __syncthreads();
+      for (int q = 0; q < kVec; ++q) row_sums[group][lane * kVec + q] = sum[q];
+      __syncthreads();
+    }
     if (group == 0 && pack < packs) {
 #pragma unroll
       for (int q = 0; q < kVec; ++q) {
-        Acc out = row_sums[0][lane * kVec + q];
+        Acc out = sum[q];
+        if constexpr (kGroups > 1) {
+          out = row_sums[0][lane * kVec + q];
 #pragma unroll
-        for (int g = 1; g < kGroups; ++g) out += row_sums[g][lane * kVec + q];
-        const int64_t e = pack * kVec + q, bz = e / (m * n), i = (e / n) % m, j = e % n;
+          for (int g = 1; g < kGroups; ++g) out += row_sums[g][lane * kVec + q];
+        }
+        const Index e = pack * kVec + q, bz = e / mn, r = e - bz * mn, i = r / n, j = r - i * n;
         store_epilogue(c, d, alpha, beta, bz, i, j, out);
       }
     }
-    __syncthreads();  // the next packs overwrite row_sums
+    if constexpr (kGroups > 1) __syncthreads();  // the next packs overwrite row_sums
   }
 }
+
+// Rows of threads a block (of 32 lanes; 256 with one row): 8 where the slices are many (66 at 256 x
+// 256 x 524288), one (a thread a pack through all slices, no shared memory) where the outputs alone
+// fill the GPU's threads, else 4. H100, session 27, the kernel alone, us, rows 8 / 4 / 1: 256 x 256
+// with 16 slices 3.4 / 3.3 / 3.7, with 66 5.1 / 5.1 / 7.2; 512 x 512 with 16 6.6 / 5.0 / 4.9;
+// 1024 x 1024 with 8 16.5 / 10.3 / 8.7; 4 x 16 with 32 2.6 / 2.7 / 3.6.
+int choose_groups(int slices, int64_t packs) { return slices >= 32 ? 8 : packs >= 65536 ? 1 : 4; }
 
 // Launches the reduction on Hopper (sm_90) as a programmatic dependent of
 // the product before it on the stream: its blocks are scheduled as the product's last blocks exit
@@ -80,7 +93,7 @@ __global__ void __launch_bounds__(kOutputs * kGroups)
 // it off (a plain launch; the kernel's wait is then a no-op). sm_90 only: that is the build with the
 // wait (sm_90a); other GPUs run the compute_80 PTX, which has none, so they launch plainly.
 template <typename Kernel, typename... Args>
-void launch_after_product(const GemmProblem& p, int blocks, Kernel kernel, Args... args) {
+void launch_after_product(const GemmProblem& p, int blocks, int threads, Kernel kernel, Args... args) {
   static const bool pdl_allowed = [] {
     const char* env = std::getenv("PYCUTLASS_GEMM_PDL");
     return env == nullptr || std::strcmp(env, "0") != 0;
@@ -90,7 +103,7 @@ void launch_after_product(const GemmProblem& p, int blocks, Kernel kernel, Args.
   after_product.val.programmaticStreamSerializationAllowed = 1;
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(blocks);
-  config.blockDim = dim3(kOutputs * kGroups);
+  config.blockDim = dim3(threads);
   config.stream = reinterpret_cast<cudaStream_t>(p.stream);
   config.attrs = &after_product;
   config.numAttrs = pdl_allowed && p.sm == 90 ? 1 : 0;
@@ -109,20 +122,27 @@ void sum_split_k_partials(const GemmProblem& p, int slices, const void* partials
   if (total == 0) return;
   const bool by4 = p.dtype != DType::F64 && total % 4 == 0 && reinterpret_cast<uintptr_t>(partials) % 16 == 0;
   const int64_t packs = by4 ? total / 4 : total;
-  const int blocks = static_cast<int>(std::min<int64_t>((packs + kOutputs - 1) / kOutputs, 65535));
+  const bool narrow = total < (int64_t(1) << 31);  // 32-bit indices
   dispatch_dtype(p.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using Acc = typename AccumulatorOf<T>::type;
     const auto* acc = static_cast<const Acc*>(partials);
+    const auto launch = [&](auto kernel, int lanes, int groups) {
+      const int blocks = static_cast<int>(std::min<int64_t>((packs + lanes - 1) / lanes, 65535));
+      launch_after_product(p, blocks, lanes * groups, kernel, p.m, p.n, p.batch, slices, acc, strided<T>(p.c),
+                           strided<T>(p.d), Acc(p.alpha), Acc(p.beta));
+    };
     if constexpr (std::is_same_v<Acc, float>) {
-      if (by4) {
-        launch_after_product(p, blocks, sum_partials_kernel<T, 4>, p.m, p.n, p.batch, slices, acc, strided<T>(p.c),
-                             strided<T>(p.d), Acc(p.alpha), Acc(p.beta));
-        return;
+      if (by4 && narrow) {
+        switch (choose_groups(slices, packs)) {
+          case 1: return launch(sum_partials_kernel<T, 4, 256, 1, uint32_t>, 256, 1);
+          case 4: return launch(sum_partials_kernel<T, 4, 32, 4, uint32_t>, 32, 4);
+          default: return launch(sum_partials_kernel<T, 4, 32, 8, uint32_t>, 32, 8);
+        }
       }
+      if (by4) return launch(sum_partials_kernel<T, 4, 32, 8, int64_t>, 32, 8);
     }
-    launch_after_product(p, blocks, sum_partials_kernel<T, 1>, p.m, p.n, p.batch, slices, acc, strided<T>(p.c),
-                         strided<T>(p.d), Acc(p.alpha), Acc(p.beta));
+    launch(sum_partials_kernel<T, 1, 32, 8, int64_t>, 32, 8);
   });
 }
 
