@@ -407,8 +407,14 @@ def tuning_kernels():
     ] + [  # x @ W.T over 64-128 tokens (rc), the 128x64 / 128x128 tiles in clusters of 1x2 with K split in
         # parallel so that they fill all SMs, not half: slower (H100, ms, against 128x64 c1x2 persistent's
         # 0.023 / 0.027 / 0.064 at 128x4096x4096 / 64x4096x4096 / 128x4096x14336): 128x64 0.036 / 0.033 /
-        # 0.069, 128x128 0.038 / 0.031 / 0.071 (cuBLAS 0.023 / 0.022 / 0.061)
+        # 0.069, 128x128 0.038 / 0.031 / 0.071 (cuBLAS 0.023 / 0.022 / 0.061). Much of that was the pass
+        # adding the slices (13.8 us for 128 x 4096 outputs of 2 slices: 64-bit divisions); with session 27's
+        # pass (3.5 us), against 128x64 c1x4 persistent (auto): 128x64 0.023 / 0.025 / 0.056 (the product
+        # 18.0 us at 128x4096x4096, c1x4's 20.2), 128x128 0.024 / 0.023 / 0.058, and in clusters of 1x4
+        # 0.027 / 0.027 / 0.069 (c1x4 persistent 0.021 / 0.022 / 0.059, cuBLAS 0.022 / 0.022 / 0.061)
         Kernel("sm90", "bf16", "r", "c", tile, (1, 2), "coop", "splitk") for tile in ((128, 64, 64), (128, 128, 64))
+    ] + [
+        Kernel("sm90", "bf16", "r", "c", (128, 64, 64), (1, 4), "coop", "splitk"),
     ] + [  # decode-time x @ W.T as D^T = W x^T (swap AB), K split in parallel instead of stream-K
         Kernel("sm90", "bf16", "r", "c", (128, 32, 128), (1, 1), "coop", "splitk", swap_ab=True),
     ] + [  # tf32 long K with 128x128 tiles, K split in parallel: 0.127 ms at 128x128x262144 against
