@@ -126,10 +126,19 @@ class CutlassSm90Gemm : public GemmKernel {
                          cutlass::epilogue::fusion::LinCombPerColBias<Element, ElementCompute, Element, Element,
                                                                       ElementCompute>>>;
 
-  using CollectiveEpilogue =
-      typename sm90_detail::Epilogue<TileShape, ClusterShape, ElementSource, LayoutC,  // C
-                                     ElementOut, LayoutD,                               // D
-                                     kKernelOutputAlignment, EpilogueSchedule_, FusionOp, MainloopSchedule_>::type;
+  // fp32 D and C (tf32) behind CUTLASS's own cooperative mainloops: subtiles of 128 x 16, so the
+  // mainloop gets a fourth stage (sm90_collectives.cuh, kFp32EpilogueN); else the builder's.
+  static constexpr bool kFp32Subtiles =
+      std::is_same_v<Element, float> && !kSplitK && !kBias &&
+      std::is_same_v<EpilogueSchedule_, cutlass::epilogue::TmaWarpSpecializedCooperative> &&
+      std::is_same_v<MainloopSchedule_, cutlass::gemm::KernelTmaWarpSpecializedCooperative>;
+  using CollectiveEpilogue = typename std::conditional_t<
+      kFp32Subtiles,
+      sm90_detail::SubtileTmaEpilogue<TileShape, ElementSource, LayoutC, ElementOut, LayoutD, FusionOp,
+                                      2 * cutlass::NumThreadsPerWarpGroup, sm90_detail::kFp32EpilogueN>,
+      sm90_detail::Epilogue<TileShape, ClusterShape, ElementSource, LayoutC,  // C
+                            ElementOut, LayoutD,                               // D
+                            kKernelOutputAlignment, EpilogueSchedule_, FusionOp, MainloopSchedule_>>::type;
 
   using CollectiveMainloop = typename sm90_detail::WithL2Hints<typename sm90_detail::Mainloop<
       Element, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape,
