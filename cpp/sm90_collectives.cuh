@@ -356,12 +356,11 @@ struct Epilogue<TileShape, ClusterShape, ElementC_, LayoutC, ElementD, LayoutD, 
     : SubtileTmaEpilogue<TileShape, ElementC_, LayoutC, ElementD, LayoutD, FusionOp,
                          3 * cutlass::NumThreadsPerWarpGroup, k3WGEpilogueN> {};
 
-// fp32 D read with an fp32 C (tf32 products; CutlassSm90Gemm::kFp32Subtiles): the builder's cooperative
-// subtiles of 128 x 32 keep C
-// in four 16 KB stages, so a 128x256x32 tile's mainloop gets 3 stages of 48 KB; subtiles of 128 x 16
-// halve that (34816 bytes in all, against 67584) and leave room for a fourth. H100, session 27, x
-// cuBLAS tf32, builder's / these: 4096^3 rr 0.82 / 0.87, cc 0.82 / 0.86, rc 0.97 / 1.00, 2048^3 rr
-// 0.82 / 0.92, 2048x4096x8192 rc 0.985 / 1.00.
+// fp32 D read with an fp32 C (tf32 products; CutlassSm90Gemm::kFp32Subtiles): the builder's
+// cooperative subtiles of 128 x 32 keep C in four 16 KB stages, so a 128x256x32 tile's mainloop gets
+// 3 stages of 48 KB; subtiles of 128 x 16 halve that (34816 bytes in all, against 67584) and leave
+// room for a fourth. H100, session 27, x cuBLAS tf32, builder's / these: 4096^3 rr 0.82 / 0.87, cc
+// 0.82 / 0.86, rc 0.97 / 1.00, 2048^3 rr 0.82 / 0.92, 2048x4096x8192 rc 0.985 / 1.00.
 inline constexpr int kFp32EpilogueN = 16;
 
 template <class Schedule> struct IsTf32x3 : std::false_type {};
