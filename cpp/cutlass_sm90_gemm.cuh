@@ -126,12 +126,11 @@ class CutlassSm90Gemm : public GemmKernel {
                          cutlass::epilogue::fusion::LinCombPerColBias<Element, ElementCompute, Element, Element,
                                                                       ElementCompute>>>;
 
-  // fp32 D and C (tf32) behind CUTLASS's own cooperative mainloops: subtiles of 128 x 16, so the
-  // mainloop gets a fourth stage (sm90_collectives.cuh, kFp32EpilogueN); else the builder's.
+  // fp32 D and C (tf32, tf32x3) through the cooperative TMA epilogue: subtiles of 128 x 16, so the
+  // mainloop gets another stage (sm90_collectives.cuh, kFp32EpilogueN); else the builder's.
   static constexpr bool kFp32Subtiles =
       std::is_same_v<Element, float> && !kSplitK && !kBias &&
-      std::is_same_v<EpilogueSchedule_, cutlass::epilogue::TmaWarpSpecializedCooperative> &&
-      std::is_same_v<MainloopSchedule_, cutlass::gemm::KernelTmaWarpSpecializedCooperative>;
+      std::is_same_v<EpilogueSchedule_, cutlass::epilogue::TmaWarpSpecializedCooperative>;
   using CollectiveEpilogue = typename std::conditional_t<
       kFp32Subtiles,
       sm90_detail::SubtileTmaEpilogue<TileShape, ElementSource, LayoutC, ElementOut, LayoutD, FusionOp,

@@ -360,7 +360,9 @@ struct Epilogue<TileShape, ClusterShape, ElementC_, LayoutC, ElementD, LayoutD, 
 // cooperative subtiles of 128 x 32 keep C in four 16 KB stages, so a 128x256x32 tile's mainloop gets
 // 3 stages of 48 KB; subtiles of 128 x 16 halve that (34816 bytes in all, against 67584) and leave
 // room for a fourth. H100, session 27, x cuBLAS tf32, builder's / these: 4096^3 rr 0.82 / 0.87, cc
-// 0.82 / 0.86, rc 0.97 / 1.00, 2048^3 rr 0.82 / 0.92, 2048x4096x8192 rc 0.985 / 1.00.
+// 0.82 / 0.86, rc 0.97 / 1.00, 2048^3 rr 0.82 / 0.92, 2048x4096x8192 rc 0.985 / 1.00. The cr kernels
+// (shared-memory transpose) likewise, session 28: 4096^3 0.556 / 0.546 ms, 2048x4096x8192 0.547 /
+// 0.539; the tf32x3 kernels (128x128 tiles) within noise (4096^3 1.33-1.39 ms either way).
 inline constexpr int kFp32EpilogueN = 16;
 
 template <class Schedule> struct IsTf32x3 : std::false_type {};
