@@ -76,12 +76,41 @@ int64_t contiguous_extent(int64_t rows, int64_t cols) {
 // The mainloop: what CUTLASS's builder makes for the choices, or, for the schedules of
 // sm90_tf32_smem_rewrite_mainloop.cuh (tf32 with an MN-major operand; tf32x3), a mainloop that
 // rewrites each stage in shared memory around the builder's K-major one.
+//
+// tf32 with an MN-major A (rr run as D^T, cc) goes to CUTLASS's register-sourced mainloop, whose
+// builder lays A out in 32-byte swizzled atoms of 8 x 8 (rs_smem_selector: "free bank conflict"
+// for the LDS.32 that load A's fragments). TMA then fetches A in boxes of 8 rows' 32 bytes: 16 a
+// 128x32 stage, beside one for B. In 128-byte atoms of 32 x 8 (WithWideMnMajorA) A comes in 4
+// boxes of 32 x 32 (4 KB, 128-byte lines), as cuBLAS's tf32 nn kernel loads it (4 UTMALDG.4D a
+// stage; its LDS of A are 2-way bank conflicted). H100, 4096^3 tf32 rr under ncu, cycles: at 1.40
+// GHz ours and cuBLAS's the same (570k / 578k), at 1.70 GHz cuBLAS's the same (581k) and ours
+// 12% more (651k): the small boxes did not keep up once the SMs ran faster. With 128-byte atoms,
+// 574k at 1.65 GHz; ms (x cuBLAS tf32, same run), 32-byte / 128-byte atoms: 4096^3 rr 0.383 (0.88) /
+// 0.332 (1.01), cc 0.384 / 0.331 (1.01), 2048^3 rr 0.055 / 0.048 (1.04), 8192^3 rr 3.222 / 2.824
+// (1.01), 2048x4096x8192 rr 0.380 / 0.326 (1.01); split-K 1024x1024x16384 0.117 / 0.101 (1.28).
+template <class Op>
+struct WithWideMnMajorA {
+  using type = Op;
+};
+template <int kStages, class ClusterShape, class Schedule, class TileShape, class StrideA, class StrideB,
+          class TiledMma, class GmemTiledCopyA, class SmemCopyAtomA, class TransformA, class GmemTiledCopyB,
+          class SmemLayoutAtomB, class SmemCopyAtomB, class TransformB>
+struct WithWideMnMajorA<cutlass::gemm::collective::CollectiveMma<
+    cutlass::gemm::MainloopSm90TmaGmmaRmemAWarpSpecialized<kStages, ClusterShape, Schedule>, TileShape, float, StrideA,
+    float, StrideB, TiledMma, GmemTiledCopyA, cute::GMMA::Layout_MN_SW32_Atom<cute::tfloat32_t>, SmemCopyAtomA,
+    TransformA, GmemTiledCopyB, SmemLayoutAtomB, SmemCopyAtomB, TransformB>> {
+  using type = cutlass::gemm::collective::CollectiveMma<
+      cutlass::gemm::MainloopSm90TmaGmmaRmemAWarpSpecialized<kStages, ClusterShape, Schedule>, TileShape, float,
+      StrideA, float, StrideB, TiledMma, GmemTiledCopyA, cute::GMMA::Layout_MN_SW128_Atom<cute::tfloat32_t>,
+      SmemCopyAtomA, TransformA, GmemTiledCopyB, SmemLayoutAtomB, SmemCopyAtomB, TransformB>;
+};
+
 template <class Element, class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape,
           class StageCount, class Schedule>
 struct Mainloop {
-  using type = typename cutlass::gemm::collective::CollectiveBuilder<
+  using type = typename WithWideMnMajorA<typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Element, LayoutA, kAlignment, Element, LayoutB, kAlignment,
-      float, TileShape, ClusterShape, StageCount, Schedule>::CollectiveOp;
+      float, TileShape, ClusterShape, StageCount, Schedule>::CollectiveOp>::type;
 };
 
 template <class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape, int kCarveout,
