@@ -415,6 +415,12 @@ def tuning_kernels():
         Kernel("sm90", "bf16", "r", "c", tile, (1, 2), "coop", "splitk") for tile in ((128, 64, 64), (128, 128, 64))
     ] + [
         Kernel("sm90", "bf16", "r", "c", (128, 64, 64), (1, 4), "coop", "splitk"),
+    ] + [  # x @ W.T over 64-128 tokens on 128x32 tiles: 128 N tiles of a 4096-wide W fill the SMs without
+        # a split, the tokens multicast to the cluster's N tiles. H100, bf16 rc, x cuBLAS, c1x2 / c1x4 against
+        # the registered 128x64 c1x4: 128x4096x4096 1.05 / 0.78 / 1.02, 128x4096x14336 1.08 / 0.75 / 1.03,
+        # 128x14336x4096 0.95 / 1.01 / 1.09, 128x11008x4096 1.00 / 1.06 / 1.07, 64x4096x4096 0.63 / 0.70 /
+        # 1.00, 256x4096x4096 0.80 / 0.66 / 0.72: ahead by a few percent at two shapes, behind elsewhere
+        Kernel("sm90", "bf16", "r", "c", (128, 32, 64), cluster, "coop", "persistent") for cluster in ((1, 2), (1, 4))
     ] + [  # decode-time x @ W.T as D^T = W x^T (swap AB), K split in parallel instead of stream-K
         Kernel("sm90", "bf16", "r", "c", (128, 32, 128), (1, 1), "coop", "splitk", swap_ab=True),
     ] + [  # tf32 long K with 128x128 tiles, K split in parallel: 0.127 ms at 128x128x262144 against
