@@ -99,10 +99,17 @@ struct WithWideMnMajorA<cutlass::gemm::collective::CollectiveMma<
     cutlass::gemm::MainloopSm90TmaGmmaRmemAWarpSpecialized<kStages, ClusterShape, Schedule>, TileShape, float, StrideA,
     float, StrideB, TiledMma, GmemTiledCopyA, cute::GMMA::Layout_MN_SW32_Atom<cute::tfloat32_t>, SmemCopyAtomA,
     TransformA, GmemTiledCopyB, SmemLayoutAtomB, SmemCopyAtomB, TransformB>> {
+  // With B MN-major too (cr) the consumers transpose B's stage in shared memory before its wgmmas
+  // (CUTLASS's TransposeB, which takes 32- or 128-byte atoms): B's TMA boxes widened the same way.
+  // H100, ms (x cuBLAS tf32), against the package's shared-memory rewrite of both operands (the
+  // "cooptranspose" tuning candidates): 2048x4096x8192 cr 0.526 (1.0x) / 0.534, 4096^3 0.532 / 0.541,
+  // 8192^3 4.089 / 4.181; with B in 32-byte atoms 0.588 / 0.597 / 4.843.
+  using WideB = std::conditional_t<std::is_same_v<SmemLayoutAtomB, cute::GMMA::Layout_MN_SW32_Atom<cute::tfloat32_t>>,
+                                   cute::GMMA::Layout_MN_SW128_Atom<cute::tfloat32_t>, SmemLayoutAtomB>;
   using type = cutlass::gemm::collective::CollectiveMma<
       cutlass::gemm::MainloopSm90TmaGmmaRmemAWarpSpecialized<kStages, ClusterShape, Schedule>, TileShape, float,
       StrideA, float, StrideB, TiledMma, GmemTiledCopyA, cute::GMMA::Layout_MN_SW128_Atom<cute::tfloat32_t>,
-      SmemCopyAtomA, TransformA, GmemTiledCopyB, SmemLayoutAtomB, SmemCopyAtomB, TransformB>;
+      SmemCopyAtomA, TransformA, GmemTiledCopyB, WideB, SmemCopyAtomB, TransformB>;
 };
 
 template <class Element, class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape,

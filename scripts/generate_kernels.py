@@ -204,17 +204,14 @@ def all_kernels():
     kernels = []
     for dtype, la_lb in itertools.product(["bf16", "f16", "tf32"], LAYOUTS):
         k = 32 if dtype == "tf32" else 64  # 128-byte rows of K either way
-        # tf32 with A and B MN-major (transposed A): tiles transposed in shared memory ran the
-        # transposed-A workload in 0.61 ms where CUTLASS's register-sourced mainloop took 0.72
-        # (H100; cuBLAS 0.52). With one MN-major operand (rr, cc) the register-sourced path stays
-        # ahead (4096^3: 0.41 against 0.44-0.53 ms), see tuning_kernels().
-        schedule = "cooptranspose" if dtype == "tf32" and la_lb == "cr" else "coop"
-        kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 256, k), (2, 1), schedule, "persistent"))
+        # tf32 with an MN-major operand (rr run as D^T, cc; cr with both) runs CUTLASS's register-sourced
+        # mainloop, A's (and cr's B's) TMA boxes widened (sm90_collectives.cuh, WithWideMnMajorA).
+        kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 256, k), (2, 1), "coop", "persistent"))
         # Stream-K for few tiles and long K. tf32 takes the wider tile: on the large-K workload
         # (H100, concurrent split reduction) 128x256 ran 0.41 ms against 128x128's 0.46 (cuBLAS
         # 0.47); for bf16 the two were within noise (0.22 ms either way).
         sk_tile = (128, 256, k) if dtype == "tf32" else (128, 128, k)
-        kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], sk_tile, (1, 1), schedule, "streamk"))
+        kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], sk_tile, (1, 1), "coop", "streamk"))
     # Long K over few tiles (256 x 256 x 131072 and 524288, 512 x 512 x 65536): K split into equal
     # slices run as the batch of the persistent kernel, fp32 partials summed after
     # (cpp/cutlass_sm90_gemm.cuh, SplitKParallelScheduler). H100, bf16, ms (x cuBLAS), against
@@ -468,13 +465,12 @@ def tuning_kernels():
         Kernel("sm90", "tf32", "c", "r", (128, 128, 32), (1, 1), "pingpong", "persistent"),
         Kernel("sm90", "tf32", "c", "r", (256, 128, 32), (2, 1), "coop", "persistent"),
         Kernel("sm90", "tf32", "c", "r", (128, 256, 32), (1, 1), "coop", "persistent"),
-    ] + [  # tf32: the register-sourced mainloop for transposed A (the package's cr kernels transpose in
-        # shared memory), and the shared-memory transpose for one MN-major operand (H100, x cuBLAS:
-        # 4096^3 rr 0.63 / cc 0.77 against the register-sourced 0.82; large K rr stream-K 1.17 against 1.12)
-        Kernel("sm90", "tf32", "c", "r", (128, 256, 32), (2, 1), "coop", "persistent"),
-    ] + [
+    ] + [  # tf32 with MN-major operands transposed in shared memory (cpp/sm90_tf32_smem_rewrite_mainloop.cuh):
+        # registered for cr until session 28, when the register-sourced mainloop with wide TMA boxes
+        # passed it (transposed A 0.526 ms against 0.534); for one MN-major operand (H100, x cuBLAS, 3
+        # stages: 4096^3 rr 0.63 / cc 0.77 against the register-sourced 0.82; large K rr stream-K 1.17 / 1.12)
         Kernel("sm90", "tf32", la_lb[0], la_lb[1], (128, 256, 32), cluster, "cooptranspose", scheduler)
-        for la_lb in ("rr", "cc") for scheduler, cluster in (("persistent", (2, 1)), ("streamk", (1, 1)))
+        for la_lb in ("rr", "cr", "cc") for scheduler, cluster in (("persistent", (2, 1)), ("streamk", (1, 1)))
     ] + [  # unaligned bf16 (tracker issue 10: 1000x3000x777 rr, 2048x1001x2048 rr): other tiles of the
         # alignment-1 register-staged kernel: 128x256 / 256x128 with 8 warps of 64x64; warp tiles of
         # 64x32 / 32x64 (162 / 182 registers instead of 255, so more warps per SM)
