@@ -121,12 +121,14 @@ struct Mainloop {
 };
 
 template <class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape, int kCarveout,
-          bool kTf32x3, int kPromoteEvery = 0, bool kOneTruncatedOperand = false>
+          bool kTf32x3, int kPromoteEvery = 0, bool kOneTruncatedOperand = false, bool kRegisterA = false>
 struct RewritingMainloop {
-  // tf32x3 keeps kSmallSlots more (M + N) x K tiles of small parts beside the stages.
+  // tf32x3 keeps kSmallSlots more (M + N) x K tiles of small parts beside the stages (N x K with A
+  // split in registers).
   static constexpr int kSmallBytes =
-      kTf32x3 ? smem_rewrite_detail::kSmallSlots * int(sizeof(float)) *
-                    (cute::size<0>(TileShape{}) + cute::size<1>(TileShape{})) * cute::size<2>(TileShape{})
+      kTf32x3 ? smem_rewrite_detail::kSmallSlots<kRegisterA> * int(sizeof(float)) *
+                    ((kRegisterA ? 0 : cute::size<0>(TileShape{})) + cute::size<1>(TileShape{})) *
+                    cute::size<2>(TileShape{})
               : 0;
   using KMajor = typename Mainloop<float, cutlass::layout::RowMajor, cutlass::layout::ColumnMajor, kAlignment,
                                    TileShape, ClusterShape,
@@ -134,7 +136,7 @@ struct RewritingMainloop {
                                    cutlass::gemm::KernelTmaWarpSpecializedCooperative>::type;
   using type = Sm90Tf32SmemRewriteMainloop<KMajor, cutlass::detail::TagToStrideA_t<LayoutA>,
                                          cutlass::detail::TagToStrideB_t<LayoutB>, kTf32x3, kPromoteEvery,
-                                         kOneTruncatedOperand>;
+                                         kOneTruncatedOperand, kRegisterA>;
 };
 
 template <class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape, int kCarveout>
@@ -144,12 +146,12 @@ struct Mainloop<float, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape,
     : RewritingMainloop<LayoutA, LayoutB, kAlignment, TileShape, ClusterShape, kCarveout, false> {};
 
 template <class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape, int kCarveout,
-          int kPromoteEvery, bool kOneTruncatedOperand>
+          int kPromoteEvery, bool kOneTruncatedOperand, bool kRegisterA>
 struct Mainloop<float, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape,
                 cutlass::gemm::collective::StageCountAutoCarveout<kCarveout>,
-                KernelTmaWarpSpecializedCooperativeTf32x3<kPromoteEvery, kOneTruncatedOperand>>
+                KernelTmaWarpSpecializedCooperativeTf32x3<kPromoteEvery, kOneTruncatedOperand, kRegisterA>>
     : RewritingMainloop<LayoutA, LayoutB, kAlignment, TileShape, ClusterShape, kCarveout, true, kPromoteEvery,
-                        kOneTruncatedOperand> {};
+                        kOneTruncatedOperand, kRegisterA> {};
 
 // CUTLASS's cp.async cooperative mainloop for 16-byte aligned operands: the kernel, tiled MMA and
 // shared-memory atoms the any-alignment mainloops build on.
@@ -402,8 +404,9 @@ struct Epilogue<TileShape, ClusterShape, ElementC_, LayoutC, ElementD, LayoutD, 
 inline constexpr int kFp32EpilogueN = 16;
 
 template <class Schedule> struct IsTf32x3 : std::false_type {};
-template <int kPromoteEvery, bool kOneTruncatedOperand>
-struct IsTf32x3<KernelTmaWarpSpecializedCooperativeTf32x3<kPromoteEvery, kOneTruncatedOperand>> : std::true_type {};
+template <int kPromoteEvery, bool kOneTruncatedOperand, bool kRegisterA>
+struct IsTf32x3<KernelTmaWarpSpecializedCooperativeTf32x3<kPromoteEvery, kOneTruncatedOperand, kRegisterA>>
+    : std::true_type {};
 
 // The math a kernel's mainloop does: 16-bit inputs exactly, fp32 inputs as tf32, or as tf32x3.
 template <class Element, class Schedule>

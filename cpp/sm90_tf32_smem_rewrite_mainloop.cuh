@@ -51,7 +51,10 @@ struct KernelTmaWarpSpecializedCooperativeSmemTranspose {};
 // small part is tf32(x - big); the other operand keeps big = tf32(x) rounded to nearest, whose small
 // parts have zero mean, so the small(A) small(B) term left out stays unbiased (truncating both
 // measured 2.25e-7 on torch.rand against cuBLAS SGEMM's 2.17e-7: that term's mean, left out).
-template <int kPromoteEvery, bool kOneTruncatedOperand = false>
+// kRegisterA: A is not split in shared memory: each consumer thread loads its wgmma fragments of
+// A's fp32 words from the stage, splits them in registers, and the three products are wgmmas with A
+// from registers (RS): shared memory then carries no A small parts and the wgmmas read only B.
+template <int kPromoteEvery, bool kOneTruncatedOperand = false, bool kRegisterA = false>
 struct KernelTmaWarpSpecializedCooperativeTf32x3 {};
 
 // KMajor: the CollectiveMma CUTLASS's builder makes for the same element (float, tf32 math), tile,
@@ -62,9 +65,9 @@ struct KernelTmaWarpSpecializedCooperativeTf32x3 {};
 // kPromoteEvery (tf32x3): see KernelTmaWarpSpecializedCooperativeTf32x3.
 // The TMA loads of tf32x3 move raw 32-bit words (uint32_t): CUTLASS's float operands are loaded
 // as tf32, which would round away the bits `small` keeps.
-// kOneTruncatedOperand (tf32x3): see KernelTmaWarpSpecializedCooperativeTf32x3.
+// kOneTruncatedOperand, kRegisterA (tf32x3): see KernelTmaWarpSpecializedCooperativeTf32x3.
 template <class KMajor, class StrideA, class StrideB, bool kTf32x3, int kPromoteEvery = 0,
-          bool kOneTruncatedOperand = false>
+          bool kOneTruncatedOperand = false, bool kRegisterA = false>
 struct Sm90Tf32SmemRewriteMainloop
     : cutlass::gemm::collective::CollectiveMma<
           typename KMajor::DispatchPolicy, typename KMajor::TileShape, cute::conditional_t<kTf32x3, uint32_t, float>,
@@ -94,14 +97,17 @@ struct Sm90Tf32SmemRewriteMainloop
 
   static constexpr bool kMNMajorA = smem_rewrite_detail::is_mn_major<StrideA>();
   static constexpr bool kMNMajorB = smem_rewrite_detail::is_mn_major<StrideB>();
-  // Which operands mma() rewrites: MN-major ones, or with tf32x3 both (each is split).
-  static constexpr bool kRewriteA = kTf32x3 || kMNMajorA;
+  // Which operands mma() rewrites: MN-major ones, or with tf32x3 both (each is split), A only when
+  // it is not split in registers.
+  static constexpr bool kRewriteA = kTf32x3 ? !kRegisterA : kMNMajorA;
   static constexpr bool kRewriteB = kTf32x3 || kMNMajorB;
   // tf32x3 with one truncated operand: B if K-major, else A if K-major (rr); with both MN-major (cr)
-  // both are rewritten anyway and keep rounding.
+  // both are rewritten anyway and keep rounding. A split in registers rounds.
   static constexpr bool kTruncatedB = kTf32x3 && kOneTruncatedOperand && !kMNMajorB;
-  static constexpr bool kTruncatedA = kTf32x3 && kOneTruncatedOperand && !kMNMajorA && !kTruncatedB;
+  static constexpr bool kTruncatedA =
+      kTf32x3 && kOneTruncatedOperand && !kRegisterA && !kMNMajorA && !kTruncatedB;
   static_assert(!kOneTruncatedOperand || kTf32x3, "only tf32x3 splits operands");
+  static_assert(!kRegisterA || kTf32x3, "only tf32x3 splits A in registers");
   static_assert(kRewriteA || kRewriteB, "with two K-major tf32 operands use CUTLASS's SS mainloop");
   static_assert(!kTf32x3 || kPromoteEvery > 0, "tf32x3 needs fp32 sums: the tensor cores' own accumulation truncates");
 
@@ -113,8 +119,11 @@ struct Sm90Tf32SmemRewriteMainloop
   static_assert(cute::cosize_v<LoadLayoutA> == cute::cosize_v<MmaLayoutA> &&
                 cute::cosize_v<LoadLayoutB> == cute::cosize_v<MmaLayoutB>,
                 "the load and the K-major layouts must cover the same stage buffers");
+  // A K-major B is read and written back through the same addresses (split_stage).
+  static_assert(kMNMajorB || cute::is_same_v<LoadLayoutB, MmaLayoutB>,
+                "a K-major operand's load and K-major layouts must be one layout");
   // tf32x3's small parts: kSmallSlots K-major tiles of each operand.
-  static constexpr int kSmallSlots = smem_rewrite_detail::kSmallSlots;
+  static constexpr int kSmallSlots = smem_rewrite_detail::kSmallSlots<kRegisterA>;
   using SmallLayoutA = decltype(cute::tile_to_shape(typename KMajor::SmemLayoutAtomA{},
                                                     cute::make_shape(cute::size<0>(TileShape{}), cute::size<2>(TileShape{}), cute::Int<kSmallSlots>{})));
   using SmallLayoutB = decltype(cute::tile_to_shape(typename KMajor::SmemLayoutAtomB{},
@@ -124,7 +133,12 @@ struct Sm90Tf32SmemRewriteMainloop
     cute::array_aligned<cutlass::tfloat32_t, cute::cosize_v<SmallLayoutA>, 1024> small_A;
     cute::array_aligned<cutlass::tfloat32_t, cute::cosize_v<SmallLayoutB>, 1024> small_B;
   };
-  using TensorStorage = cute::conditional_t<kTf32x3, SplitTensorStorage, typename Base::TensorStorage>;
+  struct SplitBTensorStorage : Base::TensorStorage {  // A split in registers
+    cute::array_aligned<cutlass::tfloat32_t, cute::cosize_v<SmallLayoutB>, 1024> small_B;
+  };
+  using TensorStorage =
+      cute::conditional_t<!kTf32x3, typename Base::TensorStorage,
+                          cute::conditional_t<kRegisterA, SplitBTensorStorage, SplitTensorStorage>>;
 
   static constexpr int kThreads = cute::size(TiledMma{});
   using RewriteA = smem_rewrite_detail::TileRewrite<cute::size<0>(TileShape{}), kThreads, LoadLayoutA, MmaLayoutA, kMNMajorA>;
@@ -154,9 +168,10 @@ struct Sm90Tf32SmemRewriteMainloop
       RewriteB::load_addresses(smem_b, thread, at.load_b);
       if constexpr (!kTruncatedB) RewriteB::store_addresses(smem_b, thread, at.store_b);
     }
-    if constexpr (kTf32x3) {
+    if constexpr (kTf32x3 && kRewriteA)
       RewriteA::template store_addresses<SmallLayoutA>(cute::cast_smem_ptr_to_uint(shared.small_A.data()), thread,
                                                        at.small_a);
+    if constexpr (kTf32x3) {
       RewriteB::template store_addresses<SmallLayoutB>(cute::cast_smem_ptr_to_uint(shared.small_B.data()), thread,
                                                        at.small_b);
     }
@@ -168,25 +183,55 @@ struct Sm90Tf32SmemRewriteMainloop
   CUTLASS_DEVICE static void rewrite_stage(const RewriteAddresses& at, int stage, int small_slot = 0) {
     typename RewriteA::Fragment a;
     typename RewriteB::Fragment b;
-    if constexpr (kRewriteA) RewriteA::load(at.load_a, RewriteA::template stage_bytes<LoadLayoutA>() * stage, a);
-    if constexpr (kRewriteB) RewriteB::load(at.load_b, RewriteB::template stage_bytes<LoadLayoutB>() * stage, b);
-    consumers_sync();
-    const uint32_t a_offset = RewriteA::template stage_bytes<MmaLayoutA>() * stage;
-    const uint32_t b_offset = RewriteB::template stage_bytes<MmaLayoutB>() * stage;
     if constexpr (kTf32x3) {
-      const uint32_t small_a_offset = RewriteA::template stage_bytes<SmallLayoutA>() * small_slot;
-      const uint32_t small_b_offset = RewriteB::template stage_bytes<SmallLayoutB>() * small_slot;
-      if constexpr (kTruncatedA) RewriteA::store_small_of_truncated(at.small_a, small_a_offset, a);
-      else RewriteA::store_split(at.store_a, a_offset, at.small_a, small_a_offset, a);
-      if constexpr (kTruncatedB) RewriteB::store_small_of_truncated(at.small_b, small_b_offset, b);
-      else RewriteB::store_split(at.store_b, b_offset, at.small_b, small_b_offset, b);
+      split_stage(at, stage, small_slot, a, b);
     } else {
-      if constexpr (kRewriteA) RewriteA::store(at.store_a, a_offset, a);
-      if constexpr (kRewriteB) RewriteB::store(at.store_b, b_offset, b);
+      if constexpr (kRewriteA) RewriteA::load(at.load_a, RewriteA::template stage_bytes<LoadLayoutA>() * stage, a);
+      if constexpr (kRewriteB) RewriteB::load(at.load_b, RewriteB::template stage_bytes<LoadLayoutB>() * stage, b);
+      consumers_sync();
+      if constexpr (kRewriteA) RewriteA::store(at.store_a, RewriteA::template stage_bytes<MmaLayoutA>() * stage, a);
+      if constexpr (kRewriteB) RewriteB::store(at.store_b, RewriteB::template stage_bytes<MmaLayoutB>() * stage, b);
     }
     // The writes were made through the generic proxy; wgmma reads through the async proxy.
     cutlass::arch::fence_view_async_shared();
     consumers_sync();
+  }
+
+  // tf32x3's split of a stage. With two small slots every consumer has read before any writes: an
+  // MN-major operand is transposed in place (a thread overwrites what others read), and the slot
+  // written was read by the other warpgroup's wgmmas of the tile before. With three (A split in
+  // registers) a K-major B's thread writes back only the 16-byte vectors it read (nothing when
+  // truncated) and its small part to a slot no wgmma in flight reads, so it needs no barrier there.
+  CUTLASS_DEVICE static void split_stage(const RewriteAddresses& at, int stage, int small_slot,
+                                         typename RewriteA::Fragment& a, typename RewriteB::Fragment& b) {
+    const uint32_t small_a_offset = kRewriteA ? RewriteA::template stage_bytes<SmallLayoutA>() * small_slot : 0;
+    const uint32_t small_b_offset = RewriteB::template stage_bytes<SmallLayoutB>() * small_slot;
+    const uint32_t a_offset = RewriteA::template stage_bytes<MmaLayoutA>() * stage;
+    const uint32_t b_offset = RewriteB::template stage_bytes<MmaLayoutB>() * stage;
+    auto load_a = [&] {
+      if constexpr (kRewriteA) RewriteA::load(at.load_a, RewriteA::template stage_bytes<LoadLayoutA>() * stage, a);
+    };
+    auto load_b = [&] { RewriteB::load(at.load_b, RewriteB::template stage_bytes<LoadLayoutB>() * stage, b); };
+    auto store_a = [&] {
+      if constexpr (!kRewriteA) return;
+      else if constexpr (kTruncatedA) RewriteA::store_small_of_truncated(at.small_a, small_a_offset, a);
+      else RewriteA::store_split(at.store_a, a_offset, at.small_a, small_a_offset, a);
+    };
+    auto store_b = [&] {
+      if constexpr (kTruncatedB) RewriteB::store_small_of_truncated(at.small_b, small_b_offset, b);
+      else RewriteB::store_split(at.store_b, b_offset, at.small_b, small_b_offset, b);
+    };
+    if constexpr (kSmallSlots < 3 || kMNMajorB) {
+      load_a();
+      load_b();
+      consumers_sync();
+      store_a();
+      store_b();
+    } else {
+      static_assert(!kRewriteA, "three slots are for A split in registers");
+      load_b();
+      store_b();
+    }
   }
 
   // CUTLASS's SS mainloop (sm90_mma_tma_gmma_ss_warpspecialized.hpp), with each stage rewritten
@@ -206,7 +251,10 @@ struct Sm90Tf32SmemRewriteMainloop
     Tensor tCrA = thread_mma.make_fragment_A(thread_mma.partition_A(sA));  // (MMA,MMA_M,MMA_K,PIPE)
     Tensor tCrB = thread_mma.make_fragment_B(thread_mma.partition_B(sB));  // (MMA,MMA_N,MMA_K,PIPE)
 
-    if constexpr (kTf32x3) {
+    if constexpr (kTf32x3 && kRegisterA) {
+      mma_tf32x3_register_a(pipeline, smem_pipe_read, accum, k_tile_count, thread_idx, shared_tensors);
+      return;
+    } else if constexpr (kTf32x3) {
       Tensor sA_small = make_tensor(make_smem_ptr(shared_tensors.small_A.data()), SmallLayoutA{});
       Tensor sB_small = make_tensor(make_smem_ptr(shared_tensors.small_B.data()), SmallLayoutB{});
       Tensor tCrA_small = thread_mma.make_fragment_A(thread_mma.partition_A(sA_small));  // (MMA,MMA_M,MMA_K,SLOT)
@@ -291,6 +339,104 @@ struct Sm90Tf32SmemRewriteMainloop
       }
       warpgroup_wait<0>();
       warpgroup_fence_operand(partial);
+      if (tile % kPromoteEvery == kPromoteEvery - 1 || tile + 1 == k_tile_count) {
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < size(accum); ++i) accum(i) += partial(i);
+      }
+      if (tile + 1 < k_tile_count) {
+        pipeline.consumer_release(smem_pipe_release);
+        ++smem_pipe_release;
+      }
+    }
+    warpgroup_fence_operand(accum);
+  }
+
+  // tf32x3 with A split in registers (kRegisterA): the loop of mma_tf32x3, with the three products
+  // as wgmmas that take A from registers. A thread's fragments of A are loaded raw from the stage (as
+  // TMA left it, K- or MN-major) after the wgmmas of the tile before have been waited for (the
+  // fragments are their operands), split into big = tf32(x) and small = tf32(x - big), and issued
+  // with the next tile; B is split in shared memory as in mma_tf32x3, beside the wgmmas.
+  template <class FrgTensorC>
+  CUTLASS_DEVICE void mma_tf32x3_register_a(MainloopPipeline pipeline, PipelineState smem_pipe_read,
+                                            FrgTensorC& accum, int k_tile_count, int thread_idx,
+                                            TensorStorage& shared_tensors) {
+    using namespace cute;
+    constexpr int kMmaWarpGroups = kThreads / cutlass::NumThreadsPerWarpGroup;
+    using RsTiledMma = decltype(make_tiled_mma(
+        cute::SM90::GMMA::rs_op_selector<cutlass::tfloat32_t, cutlass::tfloat32_t, float, TileShape, GMMA::Major::K,
+                             GMMA::Major::K>(),
+        cute::Layout<cute::Shape<cute::Int<kMmaWarpGroups>, cute::_1, cute::_1>>{}));
+    RsTiledMma tiled_mma;
+    auto warp_group_thread_layout = make_layout(Int<kMmaWarpGroups>{}, Int<cutlass::NumThreadsPerWarpGroup>{});
+    int warp_group_idx = __shfl_sync(0xFFFFFFFF, thread_idx / cutlass::NumThreadsPerWarpGroup, 0);
+    auto thread_mma = tiled_mma.get_thread_slice(thread_idx);
+    auto warp_group_mma = tiled_mma.get_slice(warp_group_thread_layout(warp_group_idx));
+
+    Tensor sA = make_tensor(make_smem_ptr(shared_tensors.smem_A.data()), LoadLayoutA{});  // (BLK_M,BLK_K,PIPE)
+    Tensor sB = make_tensor(make_smem_ptr(shared_tensors.smem_B.data()), MmaLayoutB{});  // (BLK_N,BLK_K,PIPE)
+    Tensor sB_small = make_tensor(make_smem_ptr(shared_tensors.small_B.data()), SmallLayoutB{});
+    Tensor tCsA = thread_mma.partition_A(sA);                                      // (MMA,MMA_M,MMA_K,PIPE)
+    Tensor tCrA_big = thread_mma.partition_fragment_A(sA(_, _, Int<0>{}));         // (MMA,MMA_M,MMA_K)
+    Tensor tCrA_small = thread_mma.partition_fragment_A(sA(_, _, Int<0>{}));
+    Tensor tCrB = warp_group_mma.make_fragment_B(warp_group_mma.partition_B(sB));  // (MMA,MMA_N,MMA_K,PIPE)
+    Tensor tCrB_small = warp_group_mma.make_fragment_B(warp_group_mma.partition_B(sB_small));
+    Tensor tCsA0 = tCsA(_, _, _, 0);  // the thread's words of A in stage 0
+    auto big_bits = recast<uint32_t>(tCrA_big);
+    auto small_bits = recast<uint32_t>(tCrA_small);
+    static_assert(decltype(size(big_bits))::value == decltype(size(tCsA0))::value, "one word an element");
+
+    // A's fragments of `stage`, loaded and split (the stage's addresses are stage 0's plus the
+    // stage's offset: see TileRewrite::stage_bytes).
+    auto load_split_a = [&](int stage) {
+      const uint32_t offset = RewriteA::template stage_bytes<LoadLayoutA>() * stage;
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < size(big_bits); ++i) {
+        uint32_t x;
+        asm volatile("ld.shared.b32 %0, [%1];\n"
+                     : "=r"(x)
+                     : "r"(cast_smem_ptr_to_uint(raw_pointer_cast(&tCsA0(i))) + offset)
+                     : "memory");
+        const uint32_t b = smem_rewrite_detail::round_tf32(x);
+        big_bits(i) = b;
+        small_bits(i) = smem_rewrite_detail::round_tf32(__float_as_uint(__uint_as_float(x) - __uint_as_float(b)));
+      }
+    };
+
+    const RewriteAddresses at = rewrite_addresses(shared_tensors, thread_idx);
+    auto partial = make_fragment_like(accum);
+    clear(accum);
+    PipelineState smem_pipe_release = smem_pipe_read;
+    pipeline.consumer_wait(smem_pipe_read, pipeline.consumer_try_wait(smem_pipe_read));
+    rewrite_stage(at, smem_pipe_read.index(), 0);
+    load_split_a(smem_pipe_read.index());
+    warpgroup_fence_operand(accum);
+    CUTLASS_PRAGMA_NO_UNROLL
+    for (int tile = 0; tile < k_tile_count; ++tile) {
+      const int read_stage = smem_pipe_read.index();
+      const int slot = tile % kSmallSlots;
+      warpgroup_fence_operand(partial);
+      warpgroup_fence_operand(big_bits);
+      warpgroup_fence_operand(small_bits);
+      warpgroup_arrive();
+      tiled_mma.accumulate_ = tile % kPromoteEvery == 0 ? GMMA::ScaleOut::Zero : GMMA::ScaleOut::One;
+      CUTLASS_PRAGMA_UNROLL
+      for (int k_block = 0; k_block < size<2>(tCrA_big); ++k_block) {
+        cute::gemm(tiled_mma, tCrA_small(_, _, k_block), tCrB(_, _, k_block, read_stage), partial);
+        tiled_mma.accumulate_ = GMMA::ScaleOut::One;
+        cute::gemm(tiled_mma, tCrA_big(_, _, k_block), tCrB_small(_, _, k_block, slot), partial);
+      }
+      cute::gemm(tiled_mma, tCrA_big, tCrB(_, _, _, read_stage), partial);
+      warpgroup_commit_batch();
+      ++smem_pipe_read;
+      if (tile + 1 < k_tile_count) {  // B's split beside this tile's wgmmas
+        pipeline.consumer_wait(smem_pipe_read, pipeline.consumer_try_wait(smem_pipe_read));
+        rewrite_stage(at, smem_pipe_read.index(), (tile + 1) % kSmallSlots);
+      }
+      warpgroup_wait<0>();
+      warpgroup_fence_operand(partial);
+      warpgroup_fence_operand(big_bits);
+      warpgroup_fence_operand(small_bits);
+      if (tile + 1 < k_tile_count) load_split_a(smem_pipe_read.index());
       if (tile % kPromoteEvery == kPromoteEvery - 1 || tile + 1 == k_tile_count) {
         CUTLASS_PRAGMA_UNROLL
         for (int i = 0; i < size(accum); ++i) accum(i) += partial(i);

@@ -49,6 +49,10 @@ SCHEDULE = {  # short name: (mainloop schedule, epilogue schedule, words)
     # written back; cpp/sm90_tf32_smem_rewrite_mainloop.cuh, kOneTruncatedOperand)
     "cooptrunc": ("KernelTmaWarpSpecializedCooperativeTf32x3", "cutlass::epilogue::TmaWarpSpecializedCooperative",
                   "cooperative, one operand's big part truncated in place"),
+    # tf32x3 only: A split in registers and the products' wgmmas take A from there (RS); B's big part
+    # truncated in place where B is K-major (kRegisterA)
+    "coopregistera": ("KernelTmaWarpSpecializedCooperativeTf32x3", "cutlass::epilogue::TmaWarpSpecializedCooperative",
+                      "cooperative, A split in registers"),
     # cooperative with three consumer warpgroups stacked along M (each 64 x N of a 192-row tile, the wgmmas of
     # one 128x192 warpgroup), 512 threads: CUTLASS's cooperative kernel copied with a register split for 512
     # threads (cpp/sm90_three_warpgroup_kernel.cuh), a TMA epilogue of 192 x 16 subtiles
@@ -155,7 +159,8 @@ class Kernel:
         scheduler = {"streamk": "stream-K", "splitk": "persistent, K split in parallel (slices as a batch, fp32 partials)"}
         words = f"{t} c{c} {SCHEDULE[self.schedule][2]} {scheduler.get(self.scheduler, 'persistent')}"
         if self.dtype == "tf32x3":
-            words += " tf32x3 (big and small tf32 parts split in shared memory, three products)"
+            where = "A in registers, B in shared memory" if self.schedule == "coopregistera" else "shared memory"
+            words += f" tf32x3 (big and small tf32 parts split in {where}, three products)"
             words += f", fp32 sums every {self.promote} k tiles" if self.promote else ""
         words += " (as D^T = B^T A^T)" if self.transposed else ""
         words += ", C and D at any alignment (stored from registers)" if self.any_output else ""
@@ -175,10 +180,11 @@ class Kernel:
         if self.any_output:
             epilogue = "cutlass::epilogue::NoSmemWarpSpecialized"
         if self.dtype == "tf32x3":  # the cooperative schedule with the tf32x3 mainloop
-            assert self.schedule in ("coop", "cooptrunc"), "tf32x3 has cooperative mainloops only"
+            assert self.schedule in ("coop", "cooptrunc", "coopregistera"), "tf32x3 has cooperative mainloops only"
             assert self.promote > 0, "tf32x3 sums in fp32 every `promote` k tiles (the tensor cores' sums truncate)"
-            truncated = "true" if self.schedule == "cooptrunc" else "false"
-            mainloop = f"KernelTmaWarpSpecializedCooperativeTf32x3<{self.promote}, {truncated}>"
+            truncated = "true" if self.schedule != "coop" else "false"
+            register_a = "true" if self.schedule == "coopregistera" else "false"
+            mainloop = f"KernelTmaWarpSpecializedCooperativeTf32x3<{self.promote}, {truncated}, {register_a}>"
         shape = lambda xs: "cute::Shape<" + ", ".join(f"cute::_{x}" for x in xs) + ">"
         return (f"CutlassSm90Gemm<{ELEMENT[self.dtype]}, {LAYOUT[self.layout_a]}, {LAYOUT[self.layout_b]},\n"
                 f"    {shape(self.tile)}, {shape(self.cluster + (1,))},\n"
@@ -369,8 +375,15 @@ def all_kernels():
     # gives 1.7e-6) and fills the SMs with few tiles. Where an operand is K-major its big part is read
     # truncated where TMA left it ("cooptrunc": no write-back; the other operand rounds): 2-4% faster,
     # as accurate (H100 4096^3 rc 1.396 -> 1.349 ms, 2.01x SGEMM; notes/measurements.md, session 21).
+    # Where A is K-major (rr, rc) or both operands are MN-major (cr), A is split in registers and the
+    # products' wgmmas take it from there ("coopregistera"): shared memory then moves ~45% fewer bytes a
+    # k tile (no A small parts written or read by the wgmmas). H100, ms (x SGEMM), against the split in
+    # shared memory: 4096^3 rc 1.239 (2.18x) / 1.336, rr 1.323 / 1.357, cr 1.363 / 1.393, transposed B
+    # 1.228 / 1.325, transposed A 1.353 / 1.384, large K (stream-K) 0.664 / 0.684. With an MN-major A
+    # and a K-major B (cc) A's fragments come from an MN-major tile with 2-way bank conflicts: 1.448
+    # against 1.340 (notes/measurements.md, session 29).
     for la_lb, scheduler in itertools.product(LAYOUTS, ["persistent", "streamk"]):
-        schedule = "coop" if la_lb == "cr" else "cooptrunc"  # cr: both operands MN-major, both rewritten
+        schedule = "cooptrunc" if la_lb == "cc" else "coopregistera"
         kernels.append(Kernel("sm90", "tf32x3", la_lb[0], la_lb[1], (128, 128, 32), (1, 1), schedule, scheduler,
                               promote=1))
     return kernels
@@ -531,6 +544,10 @@ def tuning_kernels():
         # x cuBLAS, same run: 4096^3 rr 0.96 / 0.99, rc 0.96 / 0.99, 8192x14336x4096 rc 0.97 / 0.97,
         # 4096x14336x4096 rc 0.96 / 0.98, 8192^3 rr 1.00 / 1.01, 6144^3 rr 0.98 / 1.00)
         Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 256, 64), (2, 1), "coop", "streamk") for la_lb in ("rr", "rc")
+    ] + [  # tf32x3 with the layouts' other mainloop (all_kernels: A split in registers or in shared memory)
+        Kernel("sm90", "tf32x3", la_lb[0], la_lb[1], (128, 128, 32), (1, 1),
+               {"rr": "cooptrunc", "rc": "cooptrunc", "cr": "coop", "cc": "coopregistera"}[la_lb], scheduler, promote=1)
+        for la_lb, scheduler in itertools.product(LAYOUTS, ["persistent", "streamk"])
     ]
 
 

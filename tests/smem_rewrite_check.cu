@@ -26,7 +26,7 @@
 
 using namespace cute;
 
-constexpr int kSlots = pycutlass_gemm::smem_rewrite_detail::kSmallSlots;
+constexpr int kSlots = pycutlass_gemm::smem_rewrite_detail::kSmallSlots<true>;  // the most slots a mainloop keeps
 
 template <int MN, int Stages, bool kLoadMNMajor>
 int check() {
