@@ -123,11 +123,13 @@ struct Mainloop {
 template <class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape, int kCarveout,
           bool kTf32x3, int kPromoteEvery = 0, bool kOneTruncatedOperand = false, bool kRegisterA = false>
 struct RewritingMainloop {
-  // tf32x3 keeps kSmallSlots more (M + N) x K tiles of small parts beside the stages (N x K with A
-  // split in registers).
+  // tf32x3 keeps kSmallSlots more (M + N) x K tiles of small parts beside the stages; with A split in
+  // registers N x K, and as many for an MN-major B's big parts (kBigBInSlots).
+  static constexpr bool kMNMajorB = smem_rewrite_detail::is_mn_major<cutlass::detail::TagToStrideB_t<LayoutB>>();
   static constexpr int kSmallBytes =
       kTf32x3 ? smem_rewrite_detail::kSmallSlots<kRegisterA> * int(sizeof(float)) *
-                    ((kRegisterA ? 0 : cute::size<0>(TileShape{})) + cute::size<1>(TileShape{})) *
+                    (kRegisterA ? (kMNMajorB ? 2 : 1) * cute::size<1>(TileShape{})
+                                : cute::size<0>(TileShape{}) + cute::size<1>(TileShape{})) *
                     cute::size<2>(TileShape{})
               : 0;
   using KMajor = typename Mainloop<float, cutlass::layout::RowMajor, cutlass::layout::ColumnMajor, kAlignment,

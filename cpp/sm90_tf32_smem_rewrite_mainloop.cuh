@@ -108,6 +108,10 @@ struct Sm90Tf32SmemRewriteMainloop
       kTf32x3 && kOneTruncatedOperand && !kRegisterA && !kMNMajorA && !kTruncatedB;
   static_assert(!kOneTruncatedOperand || kTf32x3, "only tf32x3 splits operands");
   static_assert(!kRegisterA || kTf32x3, "only tf32x3 splits A in registers");
+  // With A split in registers an MN-major B's big part goes to slots of its own beside the small
+  // parts, not back into the stage: no barrier between the split's reads and writes, and the stage
+  // is released once it is split and A's fragments are loaded, a tile before its wgmmas retire.
+  static constexpr bool kBigBInSlots = kTf32x3 && kRegisterA && kMNMajorB;
   static_assert(kRewriteA || kRewriteB, "with two K-major tf32 operands use CUTLASS's SS mainloop");
   static_assert(!kTf32x3 || kPromoteEvery > 0, "tf32x3 needs fp32 sums: the tensor cores' own accumulation truncates");
 
@@ -136,9 +140,13 @@ struct Sm90Tf32SmemRewriteMainloop
   struct SplitBTensorStorage : Base::TensorStorage {  // A split in registers
     cute::array_aligned<cutlass::tfloat32_t, cute::cosize_v<SmallLayoutB>, 1024> small_B;
   };
-  using TensorStorage =
-      cute::conditional_t<!kTf32x3, typename Base::TensorStorage,
-                          cute::conditional_t<kRegisterA, SplitBTensorStorage, SplitTensorStorage>>;
+  struct SplitBigBTensorStorage : SplitBTensorStorage {  // and B's big parts in slots (kBigBInSlots)
+    cute::array_aligned<cutlass::tfloat32_t, cute::cosize_v<SmallLayoutB>, 1024> big_B;
+  };
+  using TensorStorage = cute::conditional_t<
+      !kTf32x3, typename Base::TensorStorage,
+      cute::conditional_t<kRegisterA, cute::conditional_t<kBigBInSlots, SplitBigBTensorStorage, SplitBTensorStorage>,
+                          SplitTensorStorage>>;
 
   static constexpr int kThreads = cute::size(TiledMma{});
   using RewriteA = smem_rewrite_detail::TileRewrite<cute::size<0>(TileShape{}), kThreads, LoadLayoutA, MmaLayoutA, kMNMajorA>;
@@ -166,7 +174,11 @@ struct Sm90Tf32SmemRewriteMainloop
     }
     if constexpr (kRewriteB) {
       RewriteB::load_addresses(smem_b, thread, at.load_b);
-      if constexpr (!kTruncatedB) RewriteB::store_addresses(smem_b, thread, at.store_b);
+      if constexpr (kBigBInSlots)
+        RewriteB::template store_addresses<SmallLayoutB>(cute::cast_smem_ptr_to_uint(shared.big_B.data()), thread,
+                                                         at.store_b);
+      else if constexpr (!kTruncatedB)
+        RewriteB::store_addresses(smem_b, thread, at.store_b);
     }
     if constexpr (kTf32x3 && kRewriteA)
       RewriteA::template store_addresses<SmallLayoutA>(cute::cast_smem_ptr_to_uint(shared.small_A.data()), thread,
@@ -207,7 +219,7 @@ struct Sm90Tf32SmemRewriteMainloop
     const uint32_t small_a_offset = kRewriteA ? RewriteA::template stage_bytes<SmallLayoutA>() * small_slot : 0;
     const uint32_t small_b_offset = RewriteB::template stage_bytes<SmallLayoutB>() * small_slot;
     const uint32_t a_offset = RewriteA::template stage_bytes<MmaLayoutA>() * stage;
-    const uint32_t b_offset = RewriteB::template stage_bytes<MmaLayoutB>() * stage;
+    const uint32_t b_offset = kBigBInSlots ? small_b_offset : RewriteB::template stage_bytes<MmaLayoutB>() * stage;
     auto load_a = [&] {
       if constexpr (kRewriteA) RewriteA::load(at.load_a, RewriteA::template stage_bytes<LoadLayoutA>() * stage, a);
     };
@@ -221,7 +233,7 @@ struct Sm90Tf32SmemRewriteMainloop
       if constexpr (kTruncatedB) RewriteB::store_small_of_truncated(at.small_b, small_b_offset, b);
       else RewriteB::store_split(at.store_b, b_offset, at.small_b, small_b_offset, b);
     };
-    if constexpr (kSmallSlots < 3 || kMNMajorB) {
+    if constexpr (kSmallSlots < 3 || (kMNMajorB && !kBigBInSlots)) {
       load_a();
       load_b();
       consumers_sync();
@@ -373,7 +385,11 @@ struct Sm90Tf32SmemRewriteMainloop
     auto warp_group_mma = tiled_mma.get_slice(warp_group_thread_layout(warp_group_idx));
 
     Tensor sA = make_tensor(make_smem_ptr(shared_tensors.smem_A.data()), LoadLayoutA{});  // (BLK_M,BLK_K,PIPE)
-    Tensor sB = make_tensor(make_smem_ptr(shared_tensors.smem_B.data()), MmaLayoutB{});  // (BLK_N,BLK_K,PIPE)
+    // B's big parts: in the stage (PIPE), or in slots (SLOT) with kBigBInSlots.
+    Tensor sB = [&] {
+      if constexpr (kBigBInSlots) return make_tensor(make_smem_ptr(shared_tensors.big_B.data()), SmallLayoutB{});
+      else return make_tensor(make_smem_ptr(shared_tensors.smem_B.data()), MmaLayoutB{});
+    }();
     Tensor sB_small = make_tensor(make_smem_ptr(shared_tensors.small_B.data()), SmallLayoutB{});
     Tensor tCsA = thread_mma.partition_A(sA);                                      // (MMA,MMA_M,MMA_K,PIPE)
     Tensor tCrA_big = thread_mma.partition_fragment_A(sA(_, _, Int<0>{}));         // (MMA,MMA_M,MMA_K)
@@ -406,14 +422,25 @@ struct Sm90Tf32SmemRewriteMainloop
     auto partial = make_fragment_like(accum);
     clear(accum);
     PipelineState smem_pipe_release = smem_pipe_read;
+    // With kBigBInSlots a stage is released as soon as it is split and A's fragments are loaded
+    // (except the last, which the collective's mma_tail releases); else once its wgmmas retired.
+    auto release_early = [&](bool more) {
+      if constexpr (kBigBInSlots) {
+        if (more) {
+          pipeline.consumer_release(smem_pipe_release);
+          ++smem_pipe_release;
+        }
+      }
+    };
     pipeline.consumer_wait(smem_pipe_read, pipeline.consumer_try_wait(smem_pipe_read));
     rewrite_stage(at, smem_pipe_read.index(), 0);
     load_split_a(smem_pipe_read.index());
+    release_early(k_tile_count > 1);
     warpgroup_fence_operand(accum);
     CUTLASS_PRAGMA_NO_UNROLL
     for (int tile = 0; tile < k_tile_count; ++tile) {
-      const int read_stage = smem_pipe_read.index();
       const int slot = tile % kSmallSlots;
+      const int read_stage = kBigBInSlots ? slot : smem_pipe_read.index();  // where B's big part is
       warpgroup_fence_operand(partial);
       warpgroup_fence_operand(big_bits);
       warpgroup_fence_operand(small_bits);
@@ -436,12 +463,15 @@ struct Sm90Tf32SmemRewriteMainloop
       warpgroup_fence_operand(partial);
       warpgroup_fence_operand(big_bits);
       warpgroup_fence_operand(small_bits);
-      if (tile + 1 < k_tile_count) load_split_a(smem_pipe_read.index());
+      if (tile + 1 < k_tile_count) {
+        load_split_a(smem_pipe_read.index());
+        release_early(tile + 2 < k_tile_count);
+      }
       if (tile % kPromoteEvery == kPromoteEvery - 1 || tile + 1 == k_tile_count) {
         CUTLASS_PRAGMA_UNROLL
         for (int i = 0; i < size(accum); ++i) accum(i) += partial(i);
       }
-      if (tile + 1 < k_tile_count) {
+      if (!kBigBInSlots && tile + 1 < k_tile_count) {
         pipeline.consumer_release(smem_pipe_release);
         ++smem_pipe_release;
       }
