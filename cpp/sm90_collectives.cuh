@@ -17,6 +17,7 @@
 #include "sm90_three_warpgroup_kernel.cuh"
 #include "sm90_staged_mainloop.cuh"
 #include "sm90_tf32_smem_rewrite_mainloop.cuh"
+#include "sm90_tf32x3_register_a_mainloop.cuh"
 
 namespace pycutlass_gemm {
 
@@ -136,9 +137,11 @@ struct RewritingMainloop {
                                    TileShape, ClusterShape,
                                    cutlass::gemm::collective::StageCountAutoCarveout<kCarveout + kSmallBytes>,
                                    cutlass::gemm::KernelTmaWarpSpecializedCooperative>::type;
-  using type = Sm90Tf32SmemRewriteMainloop<KMajor, cutlass::detail::TagToStrideA_t<LayoutA>,
-                                         cutlass::detail::TagToStrideB_t<LayoutB>, kTf32x3, kPromoteEvery,
-                                         kOneTruncatedOperand, kRegisterA>;
+  using StrideA = cutlass::detail::TagToStrideA_t<LayoutA>;
+  using StrideB = cutlass::detail::TagToStrideB_t<LayoutB>;
+  using type = cute::conditional_t<
+      kRegisterA, Sm90Tf32x3RegisterAMainloop<KMajor, StrideA, StrideB, kPromoteEvery, kOneTruncatedOperand>,
+      Sm90Tf32SmemRewriteMainloop<KMajor, StrideA, StrideB, kTf32x3, kPromoteEvery, kOneTruncatedOperand>>;
 };
 
 template <class LayoutA, class LayoutB, int kAlignment, class TileShape, class ClusterShape, int kCarveout>

@@ -51,9 +51,7 @@ struct KernelTmaWarpSpecializedCooperativeSmemTranspose {};
 // small part is tf32(x - big); the other operand keeps big = tf32(x) rounded to nearest, whose small
 // parts have zero mean, so the small(A) small(B) term left out stays unbiased (truncating both
 // measured 2.25e-7 on torch.rand against cuBLAS SGEMM's 2.17e-7: that term's mean, left out).
-// kRegisterA: A is not split in shared memory: each consumer thread loads its wgmma fragments of
-// A's fp32 words from the stage, splits them in registers, and the three products are wgmmas with A
-// from registers (RS): shared memory then carries no A small parts and the wgmmas read only B.
+// kRegisterA: A is split in registers, not in shared memory (sm90_tf32x3_register_a_mainloop.cuh).
 template <int kPromoteEvery, bool kOneTruncatedOperand = false, bool kRegisterA = false>
 struct KernelTmaWarpSpecializedCooperativeTf32x3 {};
 
@@ -109,8 +107,7 @@ struct Sm90Tf32SmemRewriteMainloop
   static_assert(!kOneTruncatedOperand || kTf32x3, "only tf32x3 splits operands");
   static_assert(!kRegisterA || kTf32x3, "only tf32x3 splits A in registers");
   // With A split in registers an MN-major B's big part goes to slots of its own beside the small
-  // parts, not back into the stage: no barrier between the split's reads and writes, and the stage
-  // is released once it is split and A's fragments are loaded, a tile before its wgmmas retire.
+  // parts, not back into the stage (Sm90Tf32x3RegisterAMainloop).
   static constexpr bool kBigBInSlots = kTf32x3 && kRegisterA && kMNMajorB;
   static_assert(kRewriteA || kRewriteB, "with two K-major tf32 operands use CUTLASS's SS mainloop");
   static_assert(!kTf32x3 || kPromoteEvery > 0, "tf32x3 needs fp32 sums: the tensor cores' own accumulation truncates");
@@ -263,10 +260,8 @@ struct Sm90Tf32SmemRewriteMainloop
     Tensor tCrA = thread_mma.make_fragment_A(thread_mma.partition_A(sA));  // (MMA,MMA_M,MMA_K,PIPE)
     Tensor tCrB = thread_mma.make_fragment_B(thread_mma.partition_B(sB));  // (MMA,MMA_N,MMA_K,PIPE)
 
-    if constexpr (kTf32x3 && kRegisterA) {
-      mma_tf32x3_register_a(pipeline, smem_pipe_read, accum, k_tile_count, thread_idx, shared_tensors);
-      return;
-    } else if constexpr (kTf32x3) {
+    static_assert(!kRegisterA, "A split in registers: Sm90Tf32x3RegisterAMainloop's mma()");
+    if constexpr (kTf32x3) {
       Tensor sA_small = make_tensor(make_smem_ptr(shared_tensors.small_A.data()), SmallLayoutA{});
       Tensor sB_small = make_tensor(make_smem_ptr(shared_tensors.small_B.data()), SmallLayoutB{});
       Tensor tCrA_small = thread_mma.make_fragment_A(thread_mma.partition_A(sA_small));  // (MMA,MMA_M,MMA_K,SLOT)
@@ -356,122 +351,6 @@ struct Sm90Tf32SmemRewriteMainloop
         for (int i = 0; i < size(accum); ++i) accum(i) += partial(i);
       }
       if (tile + 1 < k_tile_count) {
-        pipeline.consumer_release(smem_pipe_release);
-        ++smem_pipe_release;
-      }
-    }
-    warpgroup_fence_operand(accum);
-  }
-
-  // tf32x3 with A split in registers (kRegisterA): the loop of mma_tf32x3, with the three products
-  // as wgmmas that take A from registers. A thread's fragments of A are loaded raw from the stage (as
-  // TMA left it, K- or MN-major) after the wgmmas of the tile before have been waited for (the
-  // fragments are their operands), split into big = tf32(x) and small = tf32(x - big), and issued
-  // with the next tile; B is split in shared memory as in mma_tf32x3, beside the wgmmas.
-  template <class FrgTensorC>
-  CUTLASS_DEVICE void mma_tf32x3_register_a(MainloopPipeline pipeline, PipelineState smem_pipe_read,
-                                            FrgTensorC& accum, int k_tile_count, int thread_idx,
-                                            TensorStorage& shared_tensors) {
-    using namespace cute;
-    constexpr int kMmaWarpGroups = kThreads / cutlass::NumThreadsPerWarpGroup;
-    using RsTiledMma = decltype(make_tiled_mma(
-        cute::SM90::GMMA::rs_op_selector<cutlass::tfloat32_t, cutlass::tfloat32_t, float, TileShape, GMMA::Major::K,
-                             GMMA::Major::K>(),
-        cute::Layout<cute::Shape<cute::Int<kMmaWarpGroups>, cute::_1, cute::_1>>{}));
-    RsTiledMma tiled_mma;
-    auto warp_group_thread_layout = make_layout(Int<kMmaWarpGroups>{}, Int<cutlass::NumThreadsPerWarpGroup>{});
-    int warp_group_idx = __shfl_sync(0xFFFFFFFF, thread_idx / cutlass::NumThreadsPerWarpGroup, 0);
-    auto thread_mma = tiled_mma.get_thread_slice(thread_idx);
-    auto warp_group_mma = tiled_mma.get_slice(warp_group_thread_layout(warp_group_idx));
-
-    Tensor sA = make_tensor(make_smem_ptr(shared_tensors.smem_A.data()), LoadLayoutA{});  // (BLK_M,BLK_K,PIPE)
-    // B's big parts: in the stage (PIPE), or in slots (SLOT) with kBigBInSlots.
-    Tensor sB = [&] {
-      if constexpr (kBigBInSlots) return make_tensor(make_smem_ptr(shared_tensors.big_B.data()), SmallLayoutB{});
-      else return make_tensor(make_smem_ptr(shared_tensors.smem_B.data()), MmaLayoutB{});
-    }();
-    Tensor sB_small = make_tensor(make_smem_ptr(shared_tensors.small_B.data()), SmallLayoutB{});
-    Tensor tCsA = thread_mma.partition_A(sA);                                      // (MMA,MMA_M,MMA_K,PIPE)
-    Tensor tCrA_big = thread_mma.partition_fragment_A(sA(_, _, Int<0>{}));         // (MMA,MMA_M,MMA_K)
-    Tensor tCrA_small = thread_mma.partition_fragment_A(sA(_, _, Int<0>{}));
-    Tensor tCrB = warp_group_mma.make_fragment_B(warp_group_mma.partition_B(sB));  // (MMA,MMA_N,MMA_K,PIPE)
-    Tensor tCrB_small = warp_group_mma.make_fragment_B(warp_group_mma.partition_B(sB_small));
-    Tensor tCsA0 = tCsA(_, _, _, 0);  // the thread's words of A in stage 0
-    auto big_bits = recast<uint32_t>(tCrA_big);
-    auto small_bits = recast<uint32_t>(tCrA_small);
-    static_assert(decltype(size(big_bits))::value == decltype(size(tCsA0))::value, "one word an element");
-
-    // A's fragments of `stage`, loaded and split (the stage's addresses are stage 0's plus the
-    // stage's offset: see TileRewrite::stage_bytes).
-    auto load_split_a = [&](int stage) {
-      const uint32_t offset = RewriteA::template stage_bytes<LoadLayoutA>() * stage;
-      CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < size(big_bits); ++i) {
-        uint32_t x;
-        asm volatile("ld.shared.b32 %0, [%1];\n"
-                     : "=r"(x)
-                     : "r"(cast_smem_ptr_to_uint(raw_pointer_cast(&tCsA0(i))) + offset)
-                     : "memory");
-        const uint32_t b = smem_rewrite_detail::round_tf32(x);
-        big_bits(i) = b;
-        small_bits(i) = smem_rewrite_detail::round_tf32(__float_as_uint(__uint_as_float(x) - __uint_as_float(b)));
-      }
-    };
-
-    const RewriteAddresses at = rewrite_addresses(shared_tensors, thread_idx);
-    auto partial = make_fragment_like(accum);
-    clear(accum);
-    PipelineState smem_pipe_release = smem_pipe_read;
-    // With kBigBInSlots a stage is released as soon as it is split and A's fragments are loaded
-    // (except the last, which the collective's mma_tail releases); else once its wgmmas retired.
-    auto release_early = [&](bool more) {
-      if constexpr (kBigBInSlots) {
-        if (more) {
-          pipeline.consumer_release(smem_pipe_release);
-          ++smem_pipe_release;
-        }
-      }
-    };
-    pipeline.consumer_wait(smem_pipe_read, pipeline.consumer_try_wait(smem_pipe_read));
-    rewrite_stage(at, smem_pipe_read.index(), 0);
-    load_split_a(smem_pipe_read.index());
-    release_early(k_tile_count > 1);
-    warpgroup_fence_operand(accum);
-    CUTLASS_PRAGMA_NO_UNROLL
-    for (int tile = 0; tile < k_tile_count; ++tile) {
-      const int slot = tile % kSmallSlots;
-      const int read_stage = kBigBInSlots ? slot : smem_pipe_read.index();  // where B's big part is
-      warpgroup_fence_operand(partial);
-      warpgroup_fence_operand(big_bits);
-      warpgroup_fence_operand(small_bits);
-      warpgroup_arrive();
-      tiled_mma.accumulate_ = tile % kPromoteEvery == 0 ? GMMA::ScaleOut::Zero : GMMA::ScaleOut::One;
-      CUTLASS_PRAGMA_UNROLL
-      for (int k_block = 0; k_block < size<2>(tCrA_big); ++k_block) {
-        cute::gemm(tiled_mma, tCrA_small(_, _, k_block), tCrB(_, _, k_block, read_stage), partial);
-        tiled_mma.accumulate_ = GMMA::ScaleOut::One;
-        cute::gemm(tiled_mma, tCrA_big(_, _, k_block), tCrB_small(_, _, k_block, slot), partial);
-      }
-      cute::gemm(tiled_mma, tCrA_big, tCrB(_, _, _, read_stage), partial);
-      warpgroup_commit_batch();
-      ++smem_pipe_read;
-      if (tile + 1 < k_tile_count) {  // B's split beside this tile's wgmmas
-        pipeline.consumer_wait(smem_pipe_read, pipeline.consumer_try_wait(smem_pipe_read));
-        rewrite_stage(at, smem_pipe_read.index(), (tile + 1) % kSmallSlots);
-      }
-      warpgroup_wait<0>();
-      warpgroup_fence_operand(partial);
-      warpgroup_fence_operand(big_bits);
-      warpgroup_fence_operand(small_bits);
-      if (tile + 1 < k_tile_count) {
-        load_split_a(smem_pipe_read.index());
-        release_early(tile + 2 < k_tile_count);
-      }
-      if (tile % kPromoteEvery == kPromoteEvery - 1 || tile + 1 == k_tile_count) {
-        CUTLASS_PRAGMA_UNROLL
-        for (int i = 0; i < size(accum); ++i) accum(i) += partial(i);
-      }
-      if (!kBigBInSlots && tile + 1 < k_tile_count) {
         pipeline.consumer_release(smem_pipe_release);
         ++smem_pipe_release;
       }
