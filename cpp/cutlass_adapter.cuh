@@ -3,6 +3,7 @@
 // can_implement / initialize / run calls, and their failures become the same messages.
 #pragma once
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <stdexcept>
@@ -19,6 +20,47 @@ namespace pycutlass_gemm::cutlass_adapter {
   std::string msg = kernel_name + ": CUTLASS " + what + " failed: " + cutlassGetStatusString(status);
   if (err != cudaSuccess) msg += std::string("; CUDA error ") + cudaGetErrorName(err) + ": " + cudaGetErrorString(err);
   throw std::runtime_error(msg);
+}
+
+// Makes the current device's primary context current on this thread if none is, once per thread
+// and device. CUTLASS's SM90 kernels encode their TMA descriptors on the host (cuTensorMapEncodeTiled,
+// a driver call) before anything else of theirs touches the runtime. On a thread where nothing has
+// yet (the autograd engine's worker running a backward product through the C++ path, or a Python
+// thread whose tensors came from elsewhere) no context is current, the encode fails, and CUTLASS,
+// its assert compiled out, went on to crash (H100: the first backward through a tf32x3 or bf16
+// product, and a tf32 product on a fresh Python thread, segfaulted in "TMA Desc Addr";
+// cudaFree(nullptr) there fixed both). cudaFree(nullptr), the runtime's idiom to bind the context,
+// is called only when the driver reports no current context: a thread that has one may be capturing
+// a CUDA graph, where cudaFree is not allowed.
+inline void make_context_current() {
+  constexpr int kMaxDevices = 64;
+  thread_local unsigned long long checked = 0;  // bit d: done for device d on this thread
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kMaxDevices) {
+    cudaGetLastError();
+    return;
+  }
+  if (checked >> device & 1ull) return;
+  using CtxGetCurrent = CUresult (*)(CUcontext*);
+  static const CtxGetCurrent ctx_get_current = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+#if __CUDACC_VER_MAJOR__ > 12
+    const cudaError_t err = cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 12000, cudaEnableDefault, &found);
+#else
+    const cudaError_t err = cudaGetDriverEntryPoint("cuCtxGetCurrent", &fn, cudaEnableDefault, &found);
+#endif
+    if (err != cudaSuccess || found != cudaDriverEntryPointSuccess) {
+      cudaGetLastError();
+      fn = nullptr;
+    }
+    return reinterpret_cast<CtxGetCurrent>(fn);
+  }();
+  CUcontext current = nullptr;
+  if (ctx_get_current == nullptr || ctx_get_current(&current) != CUDA_SUCCESS || current == nullptr) {
+    if (cudaFree(nullptr) != cudaSuccess) cudaGetLastError();
+  }
+  checked |= 1ull << device;
 }
 
 // "" if CUTLASS accepts the arguments, else its reason.

@@ -257,6 +257,7 @@ class CutlassSm90Gemm : public GemmKernel {
     if (kSplitK) workspace = static_cast<char*>(workspace) + partial_bytes(p);
     const Arguments args = make_arguments(p, partials);
     const auto stream = reinterpret_cast<cudaStream_t>(p.stream);
+    cutlass_adapter::make_context_current();  // before the TMA descriptors are encoded
     cutlass::Status status = GemmKernelType::initialize_workspace(args, workspace, stream);
     if (status != cutlass::Status::kSuccess) cutlass_adapter::throw_status(info_.name, "initialize_workspace", status);
     typename GemmKernelType::Params params = GemmKernelType::to_underlying_arguments(args, workspace);

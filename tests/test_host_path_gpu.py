@@ -2,6 +2,8 @@
 torch), compile under enable(), other devices, side streams, threads, errors before launch."""
 
 import copy
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -191,6 +193,36 @@ def test_threads(streams):
     assert len(runs) == 8 * 24, "a thread raised (its traceback is above)"
     assert "fallback" in runs
     assert not errors
+
+
+_FRESH_THREAD_CODE = """
+import threading, torch
+import pycutlass_gemm as pg
+a = torch.randn(256, 512, device="cuda"); b = torch.randn(384, 512, device="cuda").T  # made on the main thread
+sm90 = [k["name"] for k in pg.kernels() if k["family"] == "cutlass_sm90" and pg.can_run(k["name"], a, b, precision="tf32") == ""]
+assert sm90, "no SM90 tf32 kernel takes the problem"
+out = {}
+def work():  # nothing else on this thread touches CUDA before the package's launch
+    out["d"] = pg.gemm(a, b, variant=sm90[0], precision="tf32")
+t = threading.Thread(target=work); t.start(); t.join()
+assert (out["d"].double() - a.double() @ b.double()).norm() / (a.double() @ b.double()).norm() < 2e-3
+for dtype, precision in ((torch.bfloat16, None), (torch.float32, "tf32x3")):  # the backward runs on torch's worker
+    x = torch.randn(256, 512, device="cuda").to(dtype).requires_grad_()
+    w = torch.randn(384, 512, device="cuda").to(dtype).requires_grad_()
+    pg.matmul(x, w.T, precision=precision).backward(torch.randn(256, 384, device="cuda").to(dtype))
+    torch.cuda.synchronize()
+    assert x.grad is not None and w.grad is not None and torch.isfinite(x.grad).all() and torch.isfinite(w.grad).all()
+print("ok")
+"""
+
+
+def test_first_launch_on_a_fresh_thread():
+    """An SM90 kernel launched first thing on a thread where nothing else has touched CUDA (a Python
+    thread; the autograd engine's worker running the first backward): CUTLASS encodes its TMA
+    descriptors on the host, which needs the device's context current on that thread (it crashed in
+    "TMA Desc Addr" before the package made it current). A fresh process, so the threads are new."""
+    result = subprocess.run([sys.executable, "-c", _FRESH_THREAD_CODE], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and result.stdout.strip().endswith("ok"), (result.returncode, result.stderr[-2000:])
 
 
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
