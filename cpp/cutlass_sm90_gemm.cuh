@@ -28,7 +28,6 @@
 #include <algorithm>
 #include <climits>
 #include <mutex>
-#include <stdexcept>
 #include <string>
 #include <type_traits>
 
@@ -274,12 +273,9 @@ class CutlassSm90Gemm : public GemmKernel {
     config.attrs = cluster;
     config.numAttrs = 1;
     void* kernel_args[] = {&params};
-    const cudaError_t err = cudaLaunchKernelExC(
-        &config, reinterpret_cast<const void*>(cutlass::device_kernel<GemmKernelType>), kernel_args);
-    if (err != cudaSuccess) {
-      cudaGetLastError();  // clear the sticky-free launch error so the context stays usable
-      throw std::runtime_error(info_.name + ": CUDA error " + cudaGetErrorName(err) + ": " + cudaGetErrorString(err));
-    }
+    check_launch(info_.name.c_str(),
+                 cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(cutlass::device_kernel<GemmKernelType>),
+                                     kernel_args));
     if constexpr (kSplitK) sum_split_k_partials(p, static_cast<int>(split_k_slices(p)), partials);
   }
 

@@ -141,11 +141,14 @@ std::string check_common(const KernelInfo& info, const GemmProblem& p) {
   return "";
 }
 
-void check_launch(const char* kernel_name) {
-  cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess)
-    throw std::runtime_error(std::string(kernel_name) + ": CUDA error " + cudaGetErrorName(err) + ": " +
-                             cudaGetErrorString(err));
+void check_launch(const char* kernel_name) { check_launch(kernel_name, static_cast<int>(cudaGetLastError())); }
+
+void check_launch(const char* kernel_name, int launch_error) {
+  const auto err = static_cast<cudaError_t>(launch_error);
+  if (err == cudaSuccess) return;
+  cudaGetLastError();  // a launch call's error is also the thread's last one: cleared
+  throw std::runtime_error(std::string(kernel_name) + ": CUDA error " + cudaGetErrorName(err) + ": " +
+                           cudaGetErrorString(err));
 }
 
 }  // namespace pycutlass_gemm

@@ -121,5 +121,8 @@ std::string check_common(const KernelInfo& info, const GemmProblem& p);
 // Throws std::runtime_error carrying the name of the kernel and the CUDA error,
 // if the last launch failed.
 void check_launch(const char* kernel_name);
+// The same for the error a launch call returned (a cudaError_t; int here, where the CUDA runtime's
+// header is not included), which is cleared first so that the context stays usable.
+void check_launch(const char* kernel_name, int launch_error);
 
 }  // namespace pycutlass_gemm

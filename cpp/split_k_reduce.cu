@@ -5,8 +5,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <stdexcept>
-#include <string>
 #include <type_traits>
 
 #include "strided_gemm.cuh"
@@ -107,12 +105,7 @@ void launch_after_product(const GemmProblem& p, int blocks, int threads, Kernel 
   config.stream = reinterpret_cast<cudaStream_t>(p.stream);
   config.attrs = &after_product;
   config.numAttrs = pdl_allowed && p.sm == 90 ? 1 : 0;
-  const cudaError_t err = cudaLaunchKernelEx(&config, kernel, args...);
-  if (err != cudaSuccess) {
-    cudaGetLastError();  // clear it, so the context stays usable
-    throw std::runtime_error(std::string("split-K reduction: CUDA error ") + cudaGetErrorName(err) + ": " +
-                             cudaGetErrorString(err));
-  }
+  check_launch("split-K reduction", cudaLaunchKernelEx(&config, kernel, args...));
 }
 
 }  // namespace
