@@ -209,8 +209,9 @@ struct Sm90Tf32SmemRewriteMainloop
   // tf32x3's split of a stage. With two small slots every consumer has read before any writes: an
   // MN-major operand is transposed in place (a thread overwrites what others read), and the slot
   // written was read by the other warpgroup's wgmmas of the tile before. With three (A split in
-  // registers) a K-major B's thread writes back only the 16-byte vectors it read (nothing when
-  // truncated) and its small part to a slot no wgmma in flight reads, so it needs no barrier there.
+  // registers) B needs no barrier there: a thread writes a K-major B back only where it read it
+  // (nothing when truncated), an MN-major B's big part to a slot of its own (kBigBInSlots), and the
+  // small parts to a slot no wgmma in flight reads.
   CUTLASS_DEVICE static void split_stage(const RewriteAddresses& at, int stage, int small_slot,
                                          typename RewriteA::Fragment& a, typename RewriteB::Fragment& b) {
     const uint32_t small_a_offset = kRewriteA ? RewriteA::template stage_bytes<SmallLayoutA>() * small_slot : 0;
