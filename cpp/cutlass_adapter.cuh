@@ -22,6 +22,14 @@ namespace pycutlass_gemm::cutlass_adapter {
   throw std::runtime_error(msg);
 }
 
+// The calling thread's current device, or -1 (the error cleared) if the runtime cannot say.
+inline int current_device() {
+  int device = 0;
+  if (cudaGetDevice(&device) == cudaSuccess) return device;
+  cudaGetLastError();
+  return -1;
+}
+
 // Makes the current device's primary context current on this thread if none is, once per thread
 // and device. CUTLASS's SM90 kernels encode their TMA descriptors on the host (cuTensorMapEncodeTiled,
 // a driver call) before anything else of theirs touches the runtime. On a thread where nothing has
@@ -32,15 +40,11 @@ namespace pycutlass_gemm::cutlass_adapter {
 // cudaFree(nullptr) there fixed both). cudaFree(nullptr), the runtime's idiom to bind the context,
 // is called only when the driver reports no current context: a thread that has one may be capturing
 // a CUDA graph, where cudaFree is not allowed.
-inline void make_context_current() {
+// `device`: the current device (current_device()); -1 leaves the thread alone.
+inline void make_context_current(int device) {
   constexpr int kMaxDevices = 64;
   thread_local unsigned long long checked = 0;  // bit d: done for device d on this thread
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kMaxDevices) {
-    cudaGetLastError();
-    return;
-  }
-  if (checked >> device & 1ull) return;
+  if (device < 0 || device >= kMaxDevices || (checked >> device & 1ull)) return;
   using CtxGetCurrent = CUresult (*)(CUcontext*);
   static const CtxGetCurrent ctx_get_current = [] {
     void* fn = nullptr;

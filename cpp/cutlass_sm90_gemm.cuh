@@ -256,11 +256,12 @@ class CutlassSm90Gemm : public GemmKernel {
     if (kSplitK) workspace = static_cast<char*>(workspace) + partial_bytes(p);
     const Arguments args = make_arguments(p, partials);
     const auto stream = reinterpret_cast<cudaStream_t>(p.stream);
-    cutlass_adapter::make_context_current();  // before the TMA descriptors are encoded
+    const int device = cutlass_adapter::current_device();
+    cutlass_adapter::make_context_current(device);  // before the TMA descriptors are encoded
     cutlass::Status status = GemmKernelType::initialize_workspace(args, workspace, stream);
     if (status != cutlass::Status::kSuccess) cutlass_adapter::throw_status(info_.name, "initialize_workspace", status);
     typename GemmKernelType::Params params = GemmKernelType::to_underlying_arguments(args, workspace);
-    allow_shared_memory_once();
+    allow_shared_memory_once(device);
     cudaLaunchConfig_t config{};
     config.gridDim = GemmKernelType::get_grid_shape(params);
     config.blockDim = GemmKernelType::get_block_shape();
@@ -398,11 +399,10 @@ class CutlassSm90Gemm : public GemmKernel {
 
   // The kernel needs more than the default 48 KiB of shared memory: raise its limit on the current
   // device the first time it launches there (the setting is per device and lasts).
-  static void allow_shared_memory_once() {
+  static void allow_shared_memory_once(int device) {
     constexpr int kMaxDevices = 64;
     static std::once_flag done[kMaxDevices];
-    int device = 0;
-    if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kMaxDevices) device = 0;
+    if (device < 0 || device >= kMaxDevices) device = 0;
     std::call_once(done[device], [] {
       cudaFuncSetAttribute(cutlass::device_kernel<GemmKernelType>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                            GemmKernelType::SharedStorageSize);
