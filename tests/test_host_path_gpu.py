@@ -199,7 +199,8 @@ _FRESH_THREAD_CODE = """
 import threading, torch
 import pycutlass_gemm as pg
 a = torch.randn(256, 512, device="cuda"); b = torch.randn(384, 512, device="cuda").T  # made on the main thread
-sm90 = [k["name"] for k in pg.kernels() if k["family"] == "cutlass_sm90" and pg.can_run(k["name"], a, b, precision="tf32") == ""]
+sm90 = [k["name"] for k in pg.kernels() if k["family"] == "cutlass_sm90" and k["dtype"] == "float32"
+        and pg.can_run(k["name"], a, b, precision="tf32") == ""]
 assert sm90, "no SM90 tf32 kernel takes the problem"
 out = {}
 def work():  # nothing else on this thread touches CUDA before the package's launch
