@@ -100,7 +100,8 @@ struct Sm90Tf32SmemRewriteMainloop
   static constexpr bool kRewriteA = kTf32x3 ? !kRegisterA : kMNMajorA;
   static constexpr bool kRewriteB = kTf32x3 || kMNMajorB;
   // tf32x3 with one truncated operand: B if K-major, else A if K-major (rr); with both MN-major (cr)
-  // both are rewritten anyway and keep rounding. A split in registers rounds.
+  // both are rewritten anyway and keep rounding. A split in registers is truncated there where B
+  // rounds (Sm90Tf32x3RegisterAMainloop::kTruncatedBigA).
   static constexpr bool kTruncatedB = kTf32x3 && kOneTruncatedOperand && !kMNMajorB;
   static constexpr bool kTruncatedA =
       kTf32x3 && kOneTruncatedOperand && !kRegisterA && !kMNMajorA && !kTruncatedB;

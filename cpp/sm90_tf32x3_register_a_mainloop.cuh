@@ -1,9 +1,10 @@
 // tf32x3 with A split in registers (KernelTmaWarpSpecializedCooperativeTf32x3<..., kRegisterA = true>):
 // the mainloop of sm90_tf32_smem_rewrite_mainloop.cuh with the three products as wgmmas that take A
 // from registers (RS). Each consumer thread loads its wgmma fragments of A raw from the stage (as
-// TMA left it, K- or MN-major) once the wgmmas of the tile before have retired (the fragments are
-// their operands), splits them into big = tf32(x) and small = tf32(x - big), both rounded, and
-// issues them with the next tile; B is split in shared memory beside the wgmmas, as there. Shared
+// TMA left it, K- or MN-major) into registers of their own, splits them once the wgmmas of the tile
+// before have retired (the split parts are their operands) into big = tf32(x) (rounded, or
+// truncated: kTruncatedBigA) and small = tf32(x - big), and issues them with the next tile; B is
+// split in shared memory beside the wgmmas, as there. Shared
 // memory then carries no A small parts and the wgmmas read only B: per 128x128x32 k tile ~176 KB
 // through shared memory where the split of both moved ~272 KB (tensor work: 1536 clocks; 128 B a
 // clock). H100, tf32x3 ms (x SGEMM), against both split in shared memory: 4096^3 rc 1.224 (2.19x) /
@@ -43,6 +44,19 @@ struct Sm90Tf32x3RegisterAMainloop
   using Rewrite::rewrite_addresses;
   using Rewrite::rewrite_stage;
 
+  // A's big part: truncated where B's is rounded (an MN-major B, split in shared memory), as
+  // kOneTruncatedOperand does for a K-major operand in place (its small parts stay rounded; one
+  // operand's big parts rounded keep the left-out small x small term unbiased); rounded where B's is
+  // the truncated one (a K-major B read where TMA left it). One instruction less an element on the
+  // path between the wgmmas' retirement and the next issue. H100, ms, rounded / truncated, same run:
+  // 4096^3 cr 1.334 / 1.323, transposed A 1.321 / 1.306, 8192^3 cr 10.52 / 10.38 (errors unchanged).
+  static constexpr bool kTruncatedBigA = kOneTruncatedOperand && kBigBInSlots;
+  // A's loads issued beside the wgmmas of the tile before (into raw_a), or after they retired. Beside
+  // them where B is K-major (rc: 4096^3 1.226 -> 1.214 ms, transposed B 1.224 -> 1.201); where B is
+  // MN-major its split's shared-memory traffic is heavier and the loads beside it cost more than they
+  // save (rr 1.271 -> 1.283, cr 1.333 -> 1.344, A rounded in both).
+  static constexpr bool kLoadABesideWgmmas = !kBigBInSlots;
+
   // The loop of Rewrite's mma_tf32x3 with the three products as wgmmas that take A from registers.
   template <class FrgTensorC>
   CUTLASS_DEVICE void mma(MainloopPipeline pipeline, PipelineState smem_pipe_read, FrgTensorC& accum,
@@ -76,18 +90,26 @@ struct Sm90Tf32x3RegisterAMainloop
     auto small_bits = recast<uint32_t>(tCrA_small);
     static_assert(decltype(size(big_bits))::value == decltype(size(tCsA0))::value, "one word an element");
 
-    // A's fragments of `stage`, loaded and split (the stage's addresses are stage 0's plus the
-    // stage's offset: see TileRewrite::stage_bytes).
-    auto load_split_a = [&](int stage) {
+    // A's fragments of `stage`, raw (as TMA left them), into registers of their own: loaded beside
+    // the wgmmas of the tile before, whose operands big_bits / small_bits still are; split once
+    // they retired. The stage's addresses are stage 0's plus the stage's offset (see
+    // TileRewrite::stage_bytes).
+    uint32_t raw_a[decltype(size(big_bits))::value];
+    auto load_a = [&](int stage) {
       const uint32_t offset = RewriteA::template stage_bytes<LoadLayoutA>() * stage;
       CUTLASS_PRAGMA_UNROLL
       for (int i = 0; i < size(big_bits); ++i) {
-        uint32_t x;
         asm volatile("ld.shared.b32 %0, [%1];\n"
-                     : "=r"(x)
+                     : "=r"(raw_a[i])
                      : "r"(cast_smem_ptr_to_uint(raw_pointer_cast(&tCsA0(i))) + offset)
                      : "memory");
-        const uint32_t b = smem_rewrite_detail::round_tf32(x);
+      }
+    };
+    auto split_a = [&] {
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < size(big_bits); ++i) {
+        const uint32_t x = raw_a[i];
+        const uint32_t b = kTruncatedBigA ? smem_rewrite_detail::truncate_tf32(x) : smem_rewrite_detail::round_tf32(x);
         big_bits(i) = b;
         small_bits(i) = smem_rewrite_detail::round_tf32(__float_as_uint(__uint_as_float(x) - __uint_as_float(b)));
       }
@@ -109,7 +131,8 @@ struct Sm90Tf32x3RegisterAMainloop
     };
     pipeline.consumer_wait(smem_pipe_read, pipeline.consumer_try_wait(smem_pipe_read));
     rewrite_stage(at, smem_pipe_read.index(), 0);
-    load_split_a(smem_pipe_read.index());
+    load_a(smem_pipe_read.index());
+    split_a();
     release_early(k_tile_count > 1);
     warpgroup_fence_operand(accum);
     CUTLASS_PRAGMA_NO_UNROLL
@@ -130,16 +153,18 @@ struct Sm90Tf32x3RegisterAMainloop
       cute::gemm(tiled_mma, tCrA_big, tCrB(_, _, _, read_stage), partial);
       warpgroup_commit_batch();
       ++smem_pipe_read;
-      if (tile + 1 < k_tile_count) {  // B's split beside this tile's wgmmas
+      if (tile + 1 < k_tile_count) {  // B's split and A's loads beside this tile's wgmmas
         pipeline.consumer_wait(smem_pipe_read, pipeline.consumer_try_wait(smem_pipe_read));
         rewrite_stage(at, smem_pipe_read.index(), (tile + 1) % kSmallSlots);
+        if constexpr (kLoadABesideWgmmas) load_a(smem_pipe_read.index());
       }
       warpgroup_wait<0>();
       warpgroup_fence_operand(partial);
       warpgroup_fence_operand(big_bits);
       warpgroup_fence_operand(small_bits);
       if (tile + 1 < k_tile_count) {
-        load_split_a(smem_pipe_read.index());
+        if constexpr (!kLoadABesideWgmmas) load_a(smem_pipe_read.index());
+        split_a();
         release_early(tile + 2 < k_tile_count);
       }
       if (tile % kPromoteEvery == kPromoteEvery - 1 || tile + 1 == k_tile_count) {

@@ -85,7 +85,8 @@ def truncate_tf32(x: torch.Tensor) -> torch.Tensor:
                                              ("binades", 64, 64, 4096), ("rand", 64, 64, 16384)])
 def test_one_truncated_operand_is_as_accurate_as_rounding_both(inputs, m, n, k):
     """The kernels with a K-major operand read its big part truncated where TMA left it (no write
-    back) and split the other rounded: its small parts have zero mean, so the small(A) small(B) term
+    back), and those that split A in registers truncate A's where B's is rounded; the other operand
+    is split rounded: its small parts have zero mean, so the small(A) small(B) term
     left out stays unbiased (emulated here: 1.5-3.0e-7 against 1.5-3.0e-7 rounding both, 1.6-3.2e-7
     truncating both)."""
     a, b = make_operands(inputs, m, n, k, "cr", device="cpu", seed=1)
