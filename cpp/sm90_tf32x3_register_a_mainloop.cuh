@@ -55,6 +55,9 @@ struct Sm90Tf32x3RegisterAMainloop
   // them where B is K-major (rc: 4096^3 1.226 -> 1.214 ms, transposed B 1.224 -> 1.201); where B is
   // MN-major its split's shared-memory traffic is heavier and the loads beside it cost more than they
   // save (rr 1.271 -> 1.283, cr 1.333 -> 1.344, A rounded in both).
+  // (Also measured, not kept: the stage's offset as each load's immediate, one copy of the loads a
+  // stage picked by the stage index, to save the 32 address instructions a k tile: rc 1.227 -> 1.307,
+  // cr 1.337 -> 1.361 ms.)
   static constexpr bool kLoadABesideWgmmas = !kBigBInSlots;
 
   // The loop of Rewrite's mma_tf32x3 with the three products as wgmmas that take A from registers.
