@@ -14,10 +14,11 @@
 // beside the small parts (kBigBInSlots) rather than back into the stage: no barrier between the
 // split's reads and writes, and a stage is released once split and A's fragments are loaded, a tile
 // before its wgmmas retire (4096^3 rr 1.324 -> 1.270 ms, cr 1.363 -> 1.333, large K 0.685 -> 0.657).
-// Three slots (kSmallSlots<true>): see sm90_tf32_tile_rewrite.cuh. Where A is MN-major (cr, cc) its
-// fragments' loads are 2-way bank conflicted; a pair swap that avoids it (lanes 16-31 loading
-// column + 4 first) measured slower (cr 1.333 -> 1.525 ms), and cc stays on the shared-memory split
-// (1.340 against 1.448 here).
+// Three slots (kSmallSlots<true>): see sm90_tf32_tile_rewrite.cuh. Where A is MN-major (cr) its
+// fragments' loads would be 2-way bank conflicted; lanes with an odd t swap the pairs they load (see
+// load_a): cr 4096^3 1.318 -> 1.300 ms, transposed A 1.308 -> 1.292. (Session 29's swap of lanes
+// 16-31, conflict-free as well by the same emulation, measured 1.333 -> 1.525: how it was written,
+// not the swap.) cc stays on the shared-memory split (1.340 against 1.448 here, conflicted loads).
 #pragma once
 
 #include "sm90_tf32_smem_rewrite_mainloop.cuh"
@@ -41,6 +42,7 @@ struct Sm90Tf32x3RegisterAMainloop
   using Rewrite::kThreads;
   using Rewrite::kSmallSlots;
   using Rewrite::kBigBInSlots;
+  using Rewrite::kMNMajorA;
   using Rewrite::rewrite_addresses;
   using Rewrite::rewrite_stage;
 
@@ -97,21 +99,32 @@ struct Sm90Tf32x3RegisterAMainloop
     // the wgmmas of the tile before, whose operands big_bits / small_bits still are; split once
     // they retired. The stage's addresses are stage 0's plus the stage's offset (see
     // TileRewrite::stage_bytes).
+    //
+    // An MN-major A (cr): element i of a lane's fragment (row g or g + 8, column t or t + 4 of an
+    // 8-wide k block, g = lane / 4, t = lane % 4) lies in the 16-byte chunk (m / 4) ^ (k % 8) of its
+    // 128-byte row, so for one i the lanes with t = 0 and t = 1 (and 2 and 3) fill the same two
+    // chunks: each load is 2-way bank conflicted (ncu, 4096^3: 128 extra wavefronts a k tile, a
+    // quarter of the kernel's shared loads; cr 87 cycles a k tile behind rr). Lanes with an odd t
+    // load element i ^ 2 (column t + 4 for t, the chunk's bit 2 flipped) where the others load i, and
+    // take the two back apart with a select: conflict-free (a host emulation of the layouts).
+    const bool swap_pairs = kMNMajorA && (thread_idx & 1);
+    uint32_t a_at[decltype(size(big_bits))::value];  // where the thread's load i reads in stage 0
+    CUTLASS_PRAGMA_UNROLL
+    for (int i = 0; i < size(big_bits); ++i) {
+      a_at[i] = cast_smem_ptr_to_uint(raw_pointer_cast(&tCsA0(swap_pairs ? i ^ 2 : i)));
+    }
     uint32_t raw_a[decltype(size(big_bits))::value];
     auto load_a = [&](int stage) {
       const uint32_t offset = RewriteA::template stage_bytes<LoadLayoutA>() * stage;
       CUTLASS_PRAGMA_UNROLL
       for (int i = 0; i < size(big_bits); ++i) {
-        asm volatile("ld.shared.b32 %0, [%1];\n"
-                     : "=r"(raw_a[i])
-                     : "r"(cast_smem_ptr_to_uint(raw_pointer_cast(&tCsA0(i))) + offset)
-                     : "memory");
+        asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(raw_a[i]) : "r"(a_at[i] + offset) : "memory");
       }
     };
     auto split_a = [&] {
       CUTLASS_PRAGMA_UNROLL
       for (int i = 0; i < size(big_bits); ++i) {
-        const uint32_t x = raw_a[i];
+        const uint32_t x = kMNMajorA && swap_pairs ? raw_a[i ^ 2] : raw_a[i];
         const uint32_t b = kTruncatedBigA ? smem_rewrite_detail::truncate_tf32(x) : smem_rewrite_detail::round_tf32(x);
         big_bits(i) = b;
         small_bits(i) = smem_rewrite_detail::round_tf32(__float_as_uint(__uint_as_float(x) - __uint_as_float(b)));
