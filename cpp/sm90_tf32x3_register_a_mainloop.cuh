@@ -96,9 +96,9 @@ struct Sm90Tf32x3RegisterAMainloop
     static_assert(decltype(size(big_bits))::value == decltype(size(tCsA0))::value, "one word an element");
 
     // A's fragments of `stage`, raw (as TMA left them), into registers of their own: loaded beside
-    // the wgmmas of the tile before, whose operands big_bits / small_bits still are; split once
-    // they retired. The stage's addresses are stage 0's plus the stage's offset (see
-    // TileRewrite::stage_bytes).
+    // the wgmmas of the tile before, whose operands big_bits / small_bits still are
+    // (kLoadABesideWgmmas), or after they retired; split once they retired. The stage's addresses
+    // are stage 0's plus the stage's offset (see TileRewrite::stage_bytes).
     //
     // An MN-major A (cr): element i of a lane's fragment (row g or g + 8, column t or t + 4 of an
     // 8-wide k block, g = lane / 4, t = lane % 4) lies in the 16-byte chunk (m / 4) ^ (k % 8) of its
