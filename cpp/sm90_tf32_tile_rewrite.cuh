@@ -176,6 +176,17 @@ struct TileRewrite {
 template <bool kRegisterA>
 inline constexpr int kSmallSlots = kRegisterA ? 3 : 2;
 
+// The registers-A tf32x3 mainloop (sm90_tf32x3_register_a_mainloop.cuh) loads a thread's wgmma
+// fragment of A one 32-bit element at a time. From an MN-major stage, element i of a lane (row g or
+// g + 8, column t or t + 4 of an 8-wide k block; g = lane / 4, t = lane % 4) lies in the 16-byte
+// chunk (m / 4) ^ (k % 8) of its 128-byte row, so for one i the lanes with t = 0 and 1 (and 2 and 3)
+// fill the same two chunks: 2-way bank conflicts. Where this is true the thread's i-th load takes
+// element i ^ 2 (column t + 4 for t: the chunk's bit 2 flipped) and a select puts the pair back:
+// conflict-free (tests/smem_rewrite_check.cu checks both on CuTe's layouts).
+CUTE_HOST_DEVICE constexpr bool register_a_swaps_pairs(bool mn_major, int thread_idx) {
+  return mn_major && (thread_idx & 1);
+}
+
 template <class Stride>
 constexpr bool is_mn_major() {
   return cutlass::gemm::detail::is_mn_major<Stride>();

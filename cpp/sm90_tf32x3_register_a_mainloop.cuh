@@ -100,14 +100,10 @@ struct Sm90Tf32x3RegisterAMainloop
     // (kLoadABesideWgmmas), or after they retired; split once they retired. The stage's addresses
     // are stage 0's plus the stage's offset (see TileRewrite::stage_bytes).
     //
-    // An MN-major A (cr): element i of a lane's fragment (row g or g + 8, column t or t + 4 of an
-    // 8-wide k block, g = lane / 4, t = lane % 4) lies in the 16-byte chunk (m / 4) ^ (k % 8) of its
-    // 128-byte row, so for one i the lanes with t = 0 and t = 1 (and 2 and 3) fill the same two
-    // chunks: each load is 2-way bank conflicted (ncu, 4096^3: 128 extra wavefronts a k tile, a
-    // quarter of the kernel's shared loads; cr 87 cycles a k tile behind rr). Lanes with an odd t
-    // load element i ^ 2 (column t + 4 for t, the chunk's bit 2 flipped) where the others load i, and
-    // take the two back apart with a select: conflict-free (a host emulation of the layouts).
-    const bool swap_pairs = kMNMajorA && (thread_idx & 1);
+    // From an MN-major A (cr) lanes with an odd t load their pairs (i, i ^ 2) the other way round
+    // (register_a_swaps_pairs: without it each load is 2-way bank conflicted; ncu, 4096^3: 128 extra
+    // wavefronts a k tile, a quarter of the kernel's shared loads), and split_a selects them back.
+    const bool swap_pairs = smem_rewrite_detail::register_a_swaps_pairs(kMNMajorA, thread_idx);
     uint32_t a_at[decltype(size(big_bits))::value];  // where the thread's load i reads in stage 0
     CUTLASS_PRAGMA_UNROLL
     for (int i = 0; i < size(big_bits); ++i) {

@@ -12,7 +12,9 @@
 //  - round_tf32 (two integer instructions) rounds to tf32 to nearest, ties away from zero, as
 //    cvt.rna.tf32.f32 does, over a sweep of bit patterns (normal, subnormal, the largest floats);
 //  - the 8 threads of each quarter warp touch 8 different 16-byte chunks of the 128-byte bank
-//    width on every access (no bank conflicts).
+//    width on every access (no bank conflicts);
+//  - the registers-A tf32x3 mainloop's loads of A's wgmma fragments (register_a_swaps_pairs) read
+//    each fragment element once and are conflict-free from an MN-major and a K-major stage.
 #include <cmath>
 #include <cfloat>
 #include <cstdint>
@@ -21,6 +23,7 @@
 #include <set>
 
 #include "cute/tensor.hpp"
+#include "cute/atom/mma_atom.hpp"
 #include "cute/atom/mma_traits_sm90_gmma.hpp"
 #include "sm90_tf32_tile_rewrite.cuh"
 
@@ -113,6 +116,59 @@ int check() {
   return errors;
 }
 
+// The registers-A tf32x3 mainloop (sm90_tf32x3_register_a_mainloop.cuh) with its tile (128x128x32,
+// two consumer warpgroups, RS wgmma): each thread's 16 loads of its A fragment from stage 0, element
+// i ^ 2 where register_a_swaps_pairs says so. Each load of a warp must read at most one 32-bit word
+// of each bank; without the swap an MN-major stage gives two (reported, the reason for the swap).
+template <bool kMNMajor>
+int check_register_a_loads() {
+  using TileShape = Shape<_128, _128, _32>;
+  using Atom = cute::conditional_t<kMNMajor, GMMA::Layout_MN_SW128_Atom<cutlass::tfloat32_t>,
+                                   GMMA::Layout_K_SW128_Atom<cutlass::tfloat32_t>>;
+  using StageLayout = decltype(tile_to_shape(Atom{}, make_shape(_128{}, _32{}, _3{}),
+                                             cute::conditional_t<kMNMajor, Step<_2, _1, _3>, Step<_1, _2, _3>>{}));
+  auto tiled_mma = make_tiled_mma(SM90::GMMA::rs_op_selector<cutlass::tfloat32_t, cutlass::tfloat32_t, float, TileShape,
+                                                             GMMA::Major::K, GMMA::Major::K>(),
+                                  Layout<Shape<_2, _1, _1>>{});
+  alignas(1024) static float buffer[128 * 32 * 3];
+  const auto sA = make_tensor(make_smem_ptr(buffer), StageLayout{});
+  int errors = 0, unswapped_extra = 0;
+  for (int warp = 0; warp < 8; ++warp) {
+    int address[32][16];
+    int n = 0;
+    for (int lane = 0; lane < 32; ++lane) {
+      const auto tCsA0 = tiled_mma.get_thread_slice(warp * 32 + lane).partition_A(sA)(_, _, _, 0);
+      n = int(size(tCsA0));
+      for (int i = 0; i < n; ++i)
+        address[lane][i] = int(reinterpret_cast<const char*>(&tCsA0(i)) - reinterpret_cast<const char*>(buffer));
+    }
+    errors += n != 16;
+    for (int lane = 0; lane < 32; ++lane) {  // the swapped loads read every element of the fragment once
+      std::set<int> elements;
+      for (int i = 0; i < n; ++i)
+        elements.insert(pycutlass_gemm::smem_rewrite_detail::register_a_swaps_pairs(kMNMajor, warp * 32 + lane) ? i ^ 2 : i);
+      errors += int(elements.size()) != n || *elements.rbegin() != n - 1;
+    }
+    for (int swap = 0; swap < 2; ++swap) {
+      for (int i = 0; i < n; ++i) {
+        std::set<int> words[32];
+        for (int lane = 0; lane < 32; ++lane) {
+          const bool swapped = swap && pycutlass_gemm::smem_rewrite_detail::register_a_swaps_pairs(kMNMajor, warp * 32 + lane);
+          const int a = address[lane][swapped ? i ^ 2 : i];
+          words[a / 4 % 32].insert(a);
+        }
+        size_t wavefronts = 0;
+        for (const auto& w : words) wavefronts = std::max(wavefronts, w.size());
+        if (swap) errors += wavefronts != 1;
+        else unswapped_extra += int(wavefronts) - 1;
+      }
+    }
+  }
+  std::printf("registers-A loads of A, %s stage: %s (%d errors; without the swap %d extra wavefronts in 128 loads)\n",
+              kMNMajor ? "MN-major" : "K-major", errors ? "FAIL" : "ok", errors, unswapped_extra);
+  return errors;
+}
+
 // tf32 rounded to nearest, ties away from zero, by arithmetic: tf32 keeps 10 mantissa bits, so its
 // unit in the last place is 2^(e - 10) for x in [2^e, 2^(e+1)) (2^-136 below the normal range).
 float reference_rna_tf32(float x) {
@@ -147,5 +203,6 @@ int check_round_tf32() {
 }
 
 int main() {
-  return (check_round_tf32() + check<128, 4, true>() + check<256, 3, true>() + check<128, 4, false>() + check<256, 2, false>()) != 0;
+  return (check_round_tf32() + check<128, 4, true>() + check<256, 3, true>() + check<128, 4, false>() +
+          check<256, 2, false>() + check_register_a_loads<true>() + check_register_a_loads<false>()) != 0;
 }

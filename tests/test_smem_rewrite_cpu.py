@@ -1,8 +1,9 @@
 """The shared-memory rewrite of the tf32 mainloops (cpp/sm90_tf32_smem_rewrite_mainloop.cuh: MN-major
 tiles transposed, tf32x3's split), checked on the host against CuTe's own layouts: addresses (and
 each stage's as an offset from stage 0's), 16-byte vectors, coverage of the stage, no bank
-conflicts, and the split's rounding to tf32 (tests/smem_rewrite_check.cu says what exactly). Needs
-nvcc and the CUTLASS headers (the nvidia-cutlass wheel of the test extra); the GPU suite runs the kernels themselves."""
+conflicts, the split's rounding to tf32, and the registers-A tf32x3 mainloop's conflict-free loads
+of A (tests/smem_rewrite_check.cu says what exactly). Needs nvcc and the CUTLASS headers (the
+nvidia-cutlass wheel of the test extra); the GPU suite runs the kernels themselves."""
 
 import importlib.util
 import os
@@ -37,4 +38,4 @@ def test_transpose_addresses_vectors_coverage_and_banks(tmp_path):
     result = subprocess.run([str(exe)], capture_output=True, text=True)
     print(result.stdout)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert result.stdout.count(": ok") == 5
+    assert result.stdout.count(": ok") == 7
