@@ -31,18 +31,10 @@
 #include <string>
 #include <type_traits>
 
-#include "cute/tensor.hpp"
-#include "cutlass/cutlass.h"
-#include "cutlass/epilogue/collective/collective_builder.hpp"
-#include "cutlass/epilogue/fusion/operations.hpp"
-#include "cutlass/gemm/collective/collective_builder.hpp"
-#include "cutlass/gemm/device/gemm_universal_adapter.h"
-#include "cutlass/gemm/dispatch_policy.hpp"
-#include "cutlass/gemm/kernel/gemm_universal.hpp"
-#include "cutlass/gemm/kernel/tile_scheduler.hpp"
 #include "cutlass/kernel_hardware_info.h"
 
 #include "cutlass_adapter.cuh"
+#include "cutlass_sm90_headers.cuh"
 #include "cutlass_sm90_priority.cuh"
 #include "gemm_problem.h"
 #include "sm90_collectives.cuh"
@@ -146,8 +138,7 @@ class CutlassSm90Gemm : public GemmKernel {
 
   using GemmKernelType = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, CollectiveMainloop,
                                                               CollectiveEpilogue, TileScheduler>;
-  using Gemm = cutlass::gemm::device::GemmUniversalAdapter<GemmKernelType>;
-  using Arguments = typename Gemm::Arguments;
+  using Arguments = typename GemmKernelType::Arguments;
   using StrideA = typename GemmKernelType::StrideA;
   using StrideB = typename GemmKernelType::StrideB;
   using StrideC = typename GemmKernelType::StrideC;
@@ -239,12 +230,15 @@ class CutlassSm90Gemm : public GemmKernel {
       if (e.extent % e.alignment != 0)
         return std::string("needs the contiguous extent of ") + e.what + " (" + std::to_string(e.extent) +
                ") to be a multiple of " + std::to_string(e.alignment) + " elements (16 bytes, TMA)";
-    return cutlass_adapter::can_implement<Gemm>(make_arguments(p));
+    // What GemmUniversalAdapter::can_implement says (the kernel answers bool; the adapter's Status is kInvalid).
+    return GemmKernelType::can_implement(make_arguments(p))
+               ? ""
+               : std::string("CUTLASS can_implement: ") + cutlassGetStatusString(cutlass::Status::kInvalid);
   }
 
   // Split-K in parallel: the partial products first, then CUTLASS's own workspace.
   size_t workspace_size(const GemmProblem& p) const override {
-    return (kSplitK ? partial_bytes(p) : 0) + Gemm::get_workspace_size(make_arguments(p));
+    return (kSplitK ? partial_bytes(p) : 0) + GemmKernelType::get_workspace_size(make_arguments(p));
   }
 
   // The caller has checked can_implement (the plan cache holds only kernels that accepted the

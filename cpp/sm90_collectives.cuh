@@ -9,7 +9,7 @@
 #include "cute/tensor.hpp"
 #include "cutlass/cutlass.h"
 #include "cutlass/epilogue/collective/collective_builder.hpp"
-#include "cutlass/gemm/collective/collective_builder.hpp"
+#include "cutlass_sm90_headers.cuh"  // the builder, mainloops and kernels of SM90 only
 #include "cutlass/gemm/dispatch_policy.hpp"
 
 #include "gemm_problem.h"

@@ -19,7 +19,7 @@
 #include "cute/arch/copy_sm90_desc.hpp"
 #include "cute/tensor.hpp"
 #include "cutlass/cutlass.h"
-#include "cutlass/gemm/collective/collective_mma.hpp"
+#include "cutlass_sm90_headers.cuh"  // the builder, mainloops and kernels of SM90 only
 #include "cutlass/gemm/dispatch_policy.hpp"
 
 namespace pycutlass_gemm {

@@ -40,7 +40,7 @@
 #include "cute/tensor.hpp"
 #include "cutlass/arch/barrier.h"
 #include "cutlass/arch/memory_sm80.h"
-#include "cutlass/gemm/collective/collective_builder.hpp"
+#include "cutlass_sm90_headers.cuh"  // the builder, mainloops and kernels of SM90 only
 #include "cutlass/gemm/dispatch_policy.hpp"
 #include "cutlass/pipeline/pipeline.hpp"
 #include "sm90_unaligned_mainloop_base.cuh"

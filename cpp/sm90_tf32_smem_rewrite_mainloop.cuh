@@ -34,7 +34,7 @@
 
 #include "cute/tensor.hpp"
 #include "cutlass/arch/barrier.h"
-#include "cutlass/gemm/collective/collective_builder.hpp"
+#include "cutlass_sm90_headers.cuh"  // the builder, mainloops and kernels of SM90 only
 #include "cutlass/gemm/dispatch_policy.hpp"
 #include "sm90_tf32_tile_rewrite.cuh"
 

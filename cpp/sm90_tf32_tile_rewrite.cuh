@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "cute/tensor.hpp"
-#include "cutlass/gemm/collective/collective_builder.hpp"
+#include "cutlass_sm90_headers.cuh"  // the builder, mainloops and kernels of SM90 only
 
 namespace pycutlass_gemm {
 namespace smem_rewrite_detail {

@@ -406,6 +406,12 @@ def tuning_kernels():
         # K split in parallel with 128x128 tiles in 2x1 clusters: 0.355 ms at 256x256x524288, where
         # 128x256 c2x1 and 128x128 c1x1 (registered) ran 0.207 and 0.237
         sk("bf16", (128, 128, 64), (2, 1), "splitk"),
+        # K split in parallel over the whole 256x256 output a cluster (A multicast to both N tiles: each
+        # operand crosses L2 once), and 128x64 tiles with k tiles of 128 (256 bytes of a row a load). H100,
+        # ms at 256x256x131072 / 524288 (session 31): 256x128 c1x2 0.069 / 0.207, 128x64x128 c1x2 0.068 /
+        # 0.226-0.231, against the registered 128x64 c1x2's 0.068 / 0.238 and 128x256 c2x1's 0.069 / 0.208
+        # (cuBLAS 0.063 / 0.214): no better than what auto runs
+        sk("bf16", (256, 128, 64), (1, 2), "splitk"), sk("bf16", (128, 64, 128), (1, 2), "splitk"),
     ] + [  # K split in parallel where it did not pay (H100, ms): x @ W.T with few rows (rc) 128x128
         # 0.028 / 0.031 at 16 / 128 x 4096 x 4096 against the swap-AB stream-K's 0.026 / 0.030 (128x256:
         # 0.042 / 0.047); weight gradients (cr) 128x128 0.253 at 1024x1024x65536 where 128x256 c2x1
