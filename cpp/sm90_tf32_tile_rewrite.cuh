@@ -186,6 +186,9 @@ inline constexpr int kSmallSlots = kRegisterA ? 3 : 2;
 CUTE_HOST_DEVICE constexpr bool register_a_swaps_pairs(bool mn_major, int thread_idx) {
   return mn_major && (thread_idx & 1);
 }
+// The element a swapping thread's load i takes: its pair. Called with compile-time i only (unrolled
+// loops), so that a register array indexed with it stays in registers.
+CUTE_HOST_DEVICE constexpr int register_a_pair(int i) { return i ^ 2; }
 
 template <class Stride>
 constexpr bool is_mn_major() {

@@ -100,14 +100,16 @@ struct Sm90Tf32x3RegisterAMainloop
     // (kLoadABesideWgmmas), or after they retired; split once they retired. The stage's addresses
     // are stage 0's plus the stage's offset (see TileRewrite::stage_bytes).
     //
-    // From an MN-major A (cr) lanes with an odd t load their pairs (i, i ^ 2) the other way round
+    // From an MN-major A (cr) lanes with an odd t load their pairs (i, register_a_pair(i)) the other way
+    // round
     // (register_a_swaps_pairs: without it each load is 2-way bank conflicted; ncu, 4096^3: 128 extra
     // wavefronts a k tile, a quarter of the kernel's shared loads), and split_a selects them back.
     const bool swap_pairs = smem_rewrite_detail::register_a_swaps_pairs(kMNMajorA, thread_idx);
     uint32_t a_at[decltype(size(big_bits))::value];  // where the thread's load i reads in stage 0
     CUTLASS_PRAGMA_UNROLL
     for (int i = 0; i < size(big_bits); ++i) {
-      a_at[i] = cast_smem_ptr_to_uint(raw_pointer_cast(&tCsA0(swap_pairs ? i ^ 2 : i)));
+      const int element = swap_pairs ? smem_rewrite_detail::register_a_pair(i) : i;
+      a_at[i] = cast_smem_ptr_to_uint(raw_pointer_cast(&tCsA0(element)));
     }
     uint32_t raw_a[decltype(size(big_bits))::value];
     auto load_a = [&](int stage) {
@@ -120,7 +122,7 @@ struct Sm90Tf32x3RegisterAMainloop
     auto split_a = [&] {
       CUTLASS_PRAGMA_UNROLL
       for (int i = 0; i < size(big_bits); ++i) {
-        const uint32_t x = kMNMajorA && swap_pairs ? raw_a[i ^ 2] : raw_a[i];
+        const uint32_t x = swap_pairs ? raw_a[smem_rewrite_detail::register_a_pair(i)] : raw_a[i];
         const uint32_t b = kTruncatedBigA ? smem_rewrite_detail::truncate_tf32(x) : smem_rewrite_detail::round_tf32(x);
         big_bits(i) = b;
         small_bits(i) = smem_rewrite_detail::round_tf32(__float_as_uint(__uint_as_float(x) - __uint_as_float(b)));

@@ -118,10 +118,12 @@ int check() {
 
 // The registers-A tf32x3 mainloop (sm90_tf32x3_register_a_mainloop.cuh) with its tile (128x128x32,
 // two consumer warpgroups, RS wgmma): each thread's 16 loads of its A fragment from stage 0, element
-// i ^ 2 where register_a_swaps_pairs says so. Each load of a warp must read at most one 32-bit word
-// of each bank; without the swap an MN-major stage gives two (reported, the reason for the swap).
+// register_a_pair(i) where register_a_swaps_pairs says so. Each load of a warp must read at most one
+// 32-bit word of each bank; without the swap an MN-major stage gives two (reported, the reason for
+// the swap).
 template <bool kMNMajor>
 int check_register_a_loads() {
+  namespace rewrite = pycutlass_gemm::smem_rewrite_detail;
   using TileShape = Shape<_128, _128, _32>;
   using Atom = cute::conditional_t<kMNMajor, GMMA::Layout_MN_SW128_Atom<cutlass::tfloat32_t>,
                                    GMMA::Layout_K_SW128_Atom<cutlass::tfloat32_t>>;
@@ -146,15 +148,15 @@ int check_register_a_loads() {
     for (int lane = 0; lane < 32; ++lane) {  // the swapped loads read every element of the fragment once
       std::set<int> elements;
       for (int i = 0; i < n; ++i)
-        elements.insert(pycutlass_gemm::smem_rewrite_detail::register_a_swaps_pairs(kMNMajor, warp * 32 + lane) ? i ^ 2 : i);
+        elements.insert(rewrite::register_a_swaps_pairs(kMNMajor, warp * 32 + lane) ? rewrite::register_a_pair(i) : i);
       errors += int(elements.size()) != n || *elements.rbegin() != n - 1;
     }
     for (int swap = 0; swap < 2; ++swap) {
       for (int i = 0; i < n; ++i) {
         std::set<int> words[32];
         for (int lane = 0; lane < 32; ++lane) {
-          const bool swapped = swap && pycutlass_gemm::smem_rewrite_detail::register_a_swaps_pairs(kMNMajor, warp * 32 + lane);
-          const int a = address[lane][swapped ? i ^ 2 : i];
+          const bool swapped = swap && rewrite::register_a_swaps_pairs(kMNMajor, warp * 32 + lane);
+          const int a = address[lane][swapped ? rewrite::register_a_pair(i) : i];
           words[a / 4 % 32].insert(a);
         }
         size_t wavefronts = 0;
