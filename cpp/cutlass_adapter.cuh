@@ -1,6 +1,6 @@
-// What the CUTLASS kernel wrappers (cutlass_sm90_gemm.cuh, cutlass_simt_gemm.cuh) share:
-// CUTLASS's device adapters (3.x GemmUniversalAdapter, 2.x GemmUniversal) have the same
-// can_implement / initialize / run calls, and their failures become the same messages.
+// What the CUTLASS kernel wrappers (cutlass_sm90_gemm.cuh, cutlass_2x_gemm.cuh) share: the 2.x
+// device GemmUniversal and the 3.x kernel types (launched by cutlass_sm90_gemm.cuh itself, without
+// CUTLASS's 3.x device adapter) answer can_implement alike, and failures become the same messages.
 #pragma once
 
 #include <cuda.h>
@@ -8,6 +8,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "cutlass/cutlass.h"
 
@@ -67,10 +68,17 @@ inline void make_context_current(int device) {
   checked |= 1ull << device;
 }
 
-// "" if CUTLASS accepts the arguments, else its reason.
+// "" if CUTLASS accepts the arguments, else its reason. A 3.x kernel type answers bool, which
+// CUTLASS's 3.x device adapter reports as kInvalid; a 2.x device GemmUniversal answers a Status.
 template <class Gemm>
 std::string can_implement(const typename Gemm::Arguments& args) {
-  const cutlass::Status status = Gemm::can_implement(args);
+  const auto answer = Gemm::can_implement(args);
+  cutlass::Status status;
+  if constexpr (std::is_same_v<decltype(answer), const bool>) {
+    status = answer ? cutlass::Status::kSuccess : cutlass::Status::kInvalid;
+  } else {
+    status = answer;
+  }
   return status == cutlass::Status::kSuccess ? "" : std::string("CUTLASS can_implement: ") + cutlassGetStatusString(status);
 }
 

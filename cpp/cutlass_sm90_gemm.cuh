@@ -230,10 +230,7 @@ class CutlassSm90Gemm : public GemmKernel {
       if (e.extent % e.alignment != 0)
         return std::string("needs the contiguous extent of ") + e.what + " (" + std::to_string(e.extent) +
                ") to be a multiple of " + std::to_string(e.alignment) + " elements (16 bytes, TMA)";
-    // What GemmUniversalAdapter::can_implement says (the kernel answers bool; the adapter's Status is kInvalid).
-    return GemmKernelType::can_implement(make_arguments(p))
-               ? ""
-               : std::string("CUTLASS can_implement: ") + cutlassGetStatusString(cutlass::Status::kInvalid);
+    return cutlass_adapter::can_implement<GemmKernelType>(make_arguments(p));
   }
 
   // Split-K in parallel: the partial products first, then CUTLASS's own workspace.

@@ -364,14 +364,22 @@ struct Epilogue<TileShape, ClusterShape, ElementC_, LayoutC, ElementD, LayoutD, 
 // ReuseSmem), 24 KB against 48, which leaves room for 4 mainloop stages of 48 KB instead of 3.
 inline constexpr int k3WGEpilogueN = 16;
 
-// sm90_get_tma_dispatch_policy's stages, reuse and delay for subtiles of all the tile's rows by
-// kSubtileN columns, its fragment counted over the kThreads consumer threads that share a subtile.
+// sm90_get_tma_dispatch_policy's stages, reuse and delay for subtiles of the rows one repetition of
+// the tiled MMA covers (64 a consumer warpgroup: 128 rows for the cooperative kernel, as CUTLASS's
+// builder takes them, 192 for three warpgroups) by kSubtileN columns, its fragment counted over the
+// kThreads consumer threads that share a subtile. Not all of a taller tile's rows: with 256-row
+// subtiles the tf32 cr 256x128 candidate returned wrong products (session 31: rel. error 1.2e-2 -
+// 2.3e-2, the size right values in wrong places give), where the bf16 256x128 kernels on the
+// builder's 128-row subtiles were right. (That candidate has not run on a GPU with 128-row ones.)
 template <class TileShape, class ElementC_, class ElementD, int kThreads, int kSubtileN>
 struct SubtileEpiloguePolicy {
   using ElementC = std::conditional_t<std::is_void_v<ElementC_>, ElementD, ElementC_>;
-  using EpilogueTile = cute::Shape<decltype(cute::get<0>(TileShape{})), cute::Int<kSubtileN>>;
+  static constexpr int kSubtileM =
+      cute::min(int(cute::size<0>(TileShape{})), 64 * kThreads / cutlass::NumThreadsPerWarpGroup);
+  static_assert(cute::size<0>(TileShape{}) % kSubtileM == 0, "whole subtiles across M");
+  using EpilogueTile = cute::Shape<cute::Int<kSubtileM>, cute::Int<kSubtileN>>;
   static_assert(cute::size<1>(TileShape{}) % kSubtileN == 0, "whole subtiles across N");
-  static constexpr int kEpiTiles = cute::size<1>(TileShape{}) / kSubtileN;
+  static constexpr int kEpiTiles = cute::size<0>(TileShape{}) / kSubtileM * (cute::size<1>(TileShape{}) / kSubtileN);
   static constexpr bool kReuseSmem = !std::is_void_v<ElementC_> && cute::sizeof_bits_v<ElementC> ==
                                          cute::sizeof_bits_v<ElementD> && cute::sizeof_bits_v<ElementD> > 8;
   static constexpr bool kDelayTmaStore = std::is_void_v<ElementC_>;
@@ -381,8 +389,8 @@ struct SubtileEpiloguePolicy {
   using type = cutlass::epilogue::Sm90TmaWarpSpecialized<kStagesC, kStagesD, kFragmentSize, kReuseSmem, kDelayTmaStore>;
 };
 
-// CUTLASS's TMA epilogue put together as its builder does, for subtiles of all the tile's rows by
-// kSubtileN columns shared by kThreads consumer threads.
+// CUTLASS's TMA epilogue put together as its builder does, for subtiles of SubtileEpiloguePolicy's
+// rows by kSubtileN columns shared by kThreads consumer threads.
 template <class TileShape, class ElementC_, class LayoutC, class ElementD, class LayoutD, class FusionOp, int kThreads,
           int kSubtileN>
 struct SubtileTmaEpilogue

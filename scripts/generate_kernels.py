@@ -480,12 +480,15 @@ def tuning_kernels():
         for la_lb in ("rr", "cr") for cluster in ((1, 1), (2, 1))
     ] + [
         Kernel("sm90", "bf16", "r", "r", (64, 128, 64), (2, 1), "pingpong", "splitk"),
-    ] + [  # tf32 with A and B MN-major (transposed A): other shapes of the register-sourced path. Not 256x128:
-        # with both operands in 128-byte atoms (sm90_collectives.cuh, WithWideMnMajorA) CUTLASS's mainloop
-        # returned wrong products there in clusters of 2x1 and 1x2 alike (H100, session 31: rel. error
-        # 1.1e-2 - 2.3e-2 against float64 at 2048^3 - 8192^3, the registered 128x256 5.5e-5), so the
-        # candidate was dropped; it had run 0.77 ms on the transposed-A workload with 32-byte atoms
+    ] + [  # tf32 with A and B MN-major (transposed A): other shapes of the register-sourced path. 256x128
+        # moves a quarter less through shared memory a MAC than the registered 128x256 (notes, session 31),
+        # but returned wrong products (H100, session 31: rel. error 1.1e-2 - 2.3e-2 against float64 at
+        # 2048^3 - 8192^3, clusters 2x1 and 1x2, any atoms) with the fp32 epilogue's subtiles of all 256
+        # rows; SubtileEpiloguePolicy now takes 128 (as CUTLASS's builder does). Not yet run since: check
+        # its error first
         Kernel("sm90", "tf32", "c", "r", (128, 128, 32), (1, 1), "pingpong", "persistent"),
+        Kernel("sm90", "tf32", "c", "r", (256, 128, 32), (2, 1), "coop", "persistent"),
+        Kernel("sm90", "tf32", "c", "r", (256, 128, 32), (1, 2), "coop", "persistent"),
         Kernel("sm90", "tf32", "c", "r", (128, 256, 32), (1, 1), "coop", "persistent"),
     ] + [  # tf32 with MN-major operands transposed in shared memory (cpp/sm90_tf32_smem_rewrite_mainloop.cuh):
         # registered for cr until session 28, when the register-sourced mainloop with wide TMA boxes
