@@ -100,10 +100,10 @@ struct Sm90Tf32x3RegisterAMainloop
     // (kLoadABesideWgmmas), or after they retired; split once they retired. The stage's addresses
     // are stage 0's plus the stage's offset (see TileRewrite::stage_bytes).
     //
-    // From an MN-major A (cr) lanes with an odd t load their pairs (i, register_a_pair(i)) the other way
-    // round
-    // (register_a_swaps_pairs: without it each load is 2-way bank conflicted; ncu, 4096^3: 128 extra
-    // wavefronts a k tile, a quarter of the kernel's shared loads), and split_a selects them back.
+    // From an MN-major A (cr) lanes with an odd t load their pairs (i, register_a_pair(i)) the other
+    // way round (register_a_swaps_pairs: without it each load is 2-way bank conflicted; ncu, 4096^3:
+    // 128 extra wavefronts a k tile, a quarter of the kernel's shared loads), and split_a selects
+    // them back.
     const bool swap_pairs = smem_rewrite_detail::register_a_swaps_pairs(kMNMajorA, thread_idx);
     uint32_t a_at[decltype(size(big_bits))::value];  // where the thread's load i reads in stage 0
     CUTLASS_PRAGMA_UNROLL
