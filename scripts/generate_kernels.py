@@ -212,12 +212,25 @@ def all_kernels():
         k = 32 if dtype == "tf32" else 64  # 128-byte rows of K either way
         # tf32 with an MN-major operand (rr run as D^T, cc; cr with both) runs CUTLASS's register-sourced
         # mainloop, A's (and cr's B's) TMA boxes widened (sm90_collectives.cuh, WithWideMnMajorA).
-        kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 256, k), (2, 1), "coop", "persistent"))
-        # Stream-K for few tiles and long K. tf32 takes the wider tile: on the large-K workload
+        # tf32 cr (transposed A: A in registers, B transposed on chip) takes 256x128 tiles: a quarter
+        # less shared-memory traffic for the same MACs as 128x256 (~144 KB a k tile against ~192: notes,
+        # session 31). H100, ms (x cuBLAS), 256x128 c1x2 / 128x256 c2x1: 2048x4096x8192 0.496 (1.05x) /
+        # 0.528, 4096x8192x4096 0.998 / 1.062, 2048^3 0.071 / 0.075. With one MN-major operand (rr as
+        # D^T, cc) 256x128 ran 2-3% behind 128x256 (4096^3 cc 0.338 / 0.329).
+        tf32_cr = dtype == "tf32" and la_lb == "cr"
+        tile, cluster = ((256, 128, k), (1, 2)) if tf32_cr else ((128, 256, k), (2, 1))
+        kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], tile, cluster, "coop", "persistent"))
+        # Stream-K for few tiles and long K. tf32 takes a wide tile: on the large-K workload
         # (H100, concurrent split reduction) 128x256 ran 0.41 ms against 128x128's 0.46 (cuBLAS
         # 0.47); for bf16 the two were within noise (0.22 ms either way).
         sk_tile = (128, 256, k) if dtype == "tf32" else (128, 128, k)
         kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], sk_tile, (1, 1), "coop", "streamk"))
+        # tf32 cr stream-K also on 256x128 tiles: ahead of 128x256 by 4-8% from 512 rows up (ms:
+        # 1024x2048x4096 0.085 (1.05x) / 0.089, 1024x1024x8192 0.090 / 0.095) and by up to 1.5x with few
+        # columns (4096x4x65536), 1.5x behind with few rows (4x65536x4096): the sweep's 1950 tf32 cr
+        # problems lose 1.2% (geomean; 122 by > 3%) with either tile alone against both.
+        if tf32_cr:
+            kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], tile, (1, 1), "coop", "streamk"))
     # Long K over few tiles (256 x 256 x 131072 and 524288, 512 x 512 x 65536): K split into equal
     # slices run as the batch of the persistent kernel, fp32 partials summed after
     # (cpp/cutlass_sm90_gemm.cuh, SplitKParallelScheduler). H100, bf16, ms (x cuBLAS), against
@@ -480,15 +493,10 @@ def tuning_kernels():
         for la_lb in ("rr", "cr") for cluster in ((1, 1), (2, 1))
     ] + [
         Kernel("sm90", "bf16", "r", "r", (64, 128, 64), (2, 1), "pingpong", "splitk"),
-    ] + [  # tf32 with A and B MN-major (transposed A): other shapes of the register-sourced path. 256x128
-        # moves a quarter less through shared memory a MAC than the registered 128x256 (notes, session 31),
-        # but returned wrong products (H100, session 31: rel. error 1.1e-2 - 2.3e-2 against float64 at
-        # 2048^3 - 8192^3, clusters 2x1 and 1x2, any atoms) with the fp32 epilogue's subtiles of all 256
-        # rows; SubtileEpiloguePolicy now takes 128 (as CUTLASS's builder does). Not yet run since: check
-        # its error first
+    ] + [  # tf32 with A and B MN-major (transposed A): other shapes of the register-sourced path beside the
+        # registered 256x128 c1x2 (its c2x1 twin ran within 1%: 2048x4096x8192 0.498 / 0.497 ms)
         Kernel("sm90", "tf32", "c", "r", (128, 128, 32), (1, 1), "pingpong", "persistent"),
         Kernel("sm90", "tf32", "c", "r", (256, 128, 32), (2, 1), "coop", "persistent"),
-        Kernel("sm90", "tf32", "c", "r", (256, 128, 32), (1, 2), "coop", "persistent"),
         Kernel("sm90", "tf32", "c", "r", (128, 256, 32), (1, 1), "coop", "persistent"),
     ] + [  # tf32 with MN-major operands transposed in shared memory (cpp/sm90_tf32_smem_rewrite_mainloop.cuh):
         # registered for cr until session 28, when the register-sourced mainloop with wide TMA boxes
