@@ -245,6 +245,13 @@ def all_kernels():
     # tf32 rr (run as D^T = B^T A^T like every tf32 rr kernel): the large-K workload 0.402 ms (1.10x)
     # against stream-K 128x256's 0.417, 512x512x65536 0.133 (1.23x) / 0.181, 1024x1024x16384 0.122 / 0.165.
     kernels.append(Kernel("sm90", "tf32", "r", "r", (128, 256, 32), (2, 1), "coop", "splitk"))
+    # tf32 rc and cc split-K: the small transposed-B workload (1024x2048x4096 rc: 64 tiles of 128x256
+    # for 132 SMs) ran 0.070 ms on stream-K against cuBLAS's 0.054 (0.77x; cc 0.069 / 0.055), where rr's
+    # split-K kernel ran 0.059 against 0.059. H100, ms (x cuBLAS), rc / cc: 1024x2048x4096 0.059 (0.87x)
+    # / 0.059 (0.93x), 1024x1024x8192 0.059 (1.19x / 1.22x), 256x256x131072 0.117 (1.11x) / 0.113
+    # (1.21x); in the sweep each is the fastest at ~230 of its ~1900 problems (by 1.1-2.5x).
+    for la_lb in ("rc", "cc"):
+        kernels.append(Kernel("sm90", "tf32", la_lb[0], la_lb[1], (128, 256, 32), (2, 1), "coop", "splitk"))
     # F.linear with a bias, x @ W.T + b (x row-major, W.T column-major: rc), as models call it
     # (pycutlass_gemm.enable() routes it): the persistent kernel with a bias-row epilogue. Only
     # rc: the backward products have no bias, and fp32 is not routed by default.
