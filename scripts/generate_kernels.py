@@ -319,7 +319,7 @@ def all_kernels():
     # (0.95-0.97x) against 0.082-0.085 (0.92-0.95x); 3072x3072x4096 cr 0.105 / 0.107; 3072x1536x4096 cr
     # 0.053 (0.96x) against auto's 0.069. Behind 128x256 where that fills the waves (4096^3 0.217 against
     # 0.176, 6144^3 0.567 / 0.563): for problems its tiles fit best (CutlassSm90Gemm::priority). Two
-    # warpgroups splitting N instead ran 0.088 (tuning_kernels(), "coopsplitn").
+    # warpgroups splitting N instead ran 0.088 (scripts/tuning_kernels.py, "coopsplitn").
     for la_lb in LAYOUTS:
         kernels.append(Kernel("sm90", "bf16", la_lb[0], la_lb[1], (192, 192, 64), (2, 1), "coop3wg", "persistent"))
     # bf16 / f16 with A and B 16-byte aligned and D not (an odd N with B column-major: x @ W.T onto a
@@ -415,167 +415,10 @@ def sm80(dtype, la_lb, tile=(128, 128, 32), warp=(64, 64, 32), stages=2, alignme
 
 
 def tuning_kernels():
-    """Candidates for a tuning run (--tuning; CMake -DPYCUTLASS_GEMM_TUNING=ON): built beside the
-    package's kernels so the benchmark can set them side by side; one joins all_kernels() only when
-    a run shows it beats what auto picks now (notes/measurements.md)."""
-    sk = lambda dtype, tile, cluster=(1, 1), scheduler="streamk": Kernel("sm90", dtype, "r", "r", tile, cluster, "coop",
-                                                                          scheduler)
-    return [  # large K: fewer, wider tiles re-read less of A and B; a cluster multicasts B
-        sk("bf16", (128, 256, 64)), sk("bf16", (256, 128, 64)), sk("bf16", (128, 128, 64), (2, 1)),
-        sk("tf32", (128, 128, 32)), sk("tf32", (256, 128, 32)),
-        # K split in parallel with 128x128 tiles in 2x1 clusters: 0.355 ms at 256x256x524288, where
-        # 128x256 c2x1 and 128x128 c1x1 (registered) ran 0.207 and 0.237
-        sk("bf16", (128, 128, 64), (2, 1), "splitk"),
-        # K split in parallel over the whole 256x256 output a cluster (A multicast to both N tiles: each
-        # operand crosses L2 once), and 128x64 tiles with k tiles of 128 (256 bytes of a row a load). H100,
-        # ms at 256x256x131072 / 524288 (session 31): 256x128 c1x2 0.069 / 0.207, 128x64x128 c1x2 0.068 /
-        # 0.226-0.231, against the registered 128x64 c1x2's 0.068 / 0.238 and 128x256 c2x1's 0.069 / 0.208
-        # (cuBLAS 0.063 / 0.214): no better than what auto runs
-        sk("bf16", (256, 128, 64), (1, 2), "splitk"), sk("bf16", (128, 64, 128), (1, 2), "splitk"),
-    ] + [  # K split in parallel where it did not pay (H100, ms): x @ W.T with few rows (rc) 128x128
-        # 0.028 / 0.031 at 16 / 128 x 4096 x 4096 against the swap-AB stream-K's 0.026 / 0.030 (128x256:
-        # 0.042 / 0.047); weight gradients (cr) 128x128 0.253 at 1024x1024x65536 where 128x256 c2x1
-        # (registered) ran 0.184; tf32x3 rr 0.719 at 256x256x524288 against stream-K's 0.696
-        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 128, 64), (1, 1), "coop", "splitk") for la_lb in ("rc", "cr")
-    ] + [
-        Kernel("sm90", "bf16", "r", "c", (128, 256, 64), (2, 1), "coop", "splitk"),
-        Kernel("sm90", "tf32x3", "r", "r", (128, 128, 32), (1, 1), "coop", "splitk", promote=1),
-    ] + [  # x @ W.T over 64-128 tokens (rc), the 128x64 / 128x128 tiles in clusters of 1x2 with K split in
-        # parallel so that they fill all SMs, not half: slower (H100, ms, against 128x64 c1x2 persistent's
-        # 0.023 / 0.027 / 0.064 at 128x4096x4096 / 64x4096x4096 / 128x4096x14336): 128x64 0.036 / 0.033 /
-        # 0.069, 128x128 0.038 / 0.031 / 0.071 (cuBLAS 0.023 / 0.022 / 0.061). Much of that was the pass
-        # adding the slices (13.8 us for 128 x 4096 outputs of 2 slices: 64-bit divisions); with session 27's
-        # pass (3.5 us), against 128x64 c1x4 persistent (auto): 128x64 0.023 / 0.025 / 0.056 (the product
-        # 18.0 us at 128x4096x4096, c1x4's 20.2), 128x128 0.024 / 0.023 / 0.058, and in clusters of 1x4
-        # 0.027 / 0.027 / 0.069 (c1x4 persistent 0.021 / 0.022 / 0.059, cuBLAS 0.022 / 0.022 / 0.061)
-        Kernel("sm90", "bf16", "r", "c", tile, (1, 2), "coop", "splitk") for tile in ((128, 64, 64), (128, 128, 64))
-    ] + [
-        Kernel("sm90", "bf16", "r", "c", (128, 64, 64), (1, 4), "coop", "splitk"),
-    ] + [  # x @ W.T over 64-128 tokens on 128x32 tiles: 128 N tiles of a 4096-wide W fill the SMs without
-        # a split, the tokens multicast to the cluster's N tiles. H100, bf16 rc, x cuBLAS, c1x2 / c1x4 against
-        # the registered 128x64 c1x4: 128x4096x4096 1.05 / 0.78 / 1.02, 128x4096x14336 1.08 / 0.75 / 1.03,
-        # 128x14336x4096 0.95 / 1.01 / 1.09, 128x11008x4096 1.00 / 1.06 / 1.07, 64x4096x4096 0.63 / 0.70 /
-        # 1.00, 256x4096x4096 0.80 / 0.66 / 0.72: ahead by a few percent at two shapes, behind elsewhere
-        Kernel("sm90", "bf16", "r", "c", (128, 32, 64), cluster, "coop", "persistent") for cluster in ((1, 2), (1, 4))
-    ] + [  # decode-time x @ W.T as D^T = W x^T (swap AB), K split in parallel instead of stream-K
-        Kernel("sm90", "bf16", "r", "c", (128, 32, 128), (1, 1), "coop", "splitk", swap_ab=True),
-    ] + [  # tf32 long K with 128x128 tiles, K split in parallel: 0.127 ms at 128x128x262144 against
-        # stream-K 128x128's 0.123 (the registered 128x256 c2x1 0.179: half its tile padding)
-        Kernel("sm90", "tf32", "r", "r", (128, 128, 32), (1, 1), "coop", "splitk"),
-    ] + [  # bf16 parity on big shapes (issue 10): cuBLAS runs 256x128 tiles with clusters of 1x2 there.
-        # H100, x cuBLAS, against the package's 128x256 c2x1 (swizzle 8): 1x2 equal or 0.01 behind
-        # at 4096^3, 8192^3, 8192x14336x4096 rc, 8192x4096x14336 rr, and 0.42x at 8192x1024x4096 rc;
-        # 2x1 0.02-0.08 behind everywhere
-        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (256, 128, 64), cluster, "coop", "persistent")
-        for la_lb in ("rr", "rc") for cluster in ((1, 2), (2, 1))
-    ] + [  # bf16 128x192 tiles by TMA in clusters of 1x1 (the package registers 2x1): H100, x cuBLAS,
-        # 3072^3 rr / rc / cr 0.82 / 0.79 / 0.80 against 2x1's 0.95 / 0.91 / 0.95
-        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 192, 64), (1, 1), "coop", "persistent")
-        for la_lb in ("rr", "rc", "cr")
-    ] + [  # bf16 batched products with a narrow side (issue 10), beside the registered 128x64 coop:
-        # H100, x cuBLAS, 32x(1024x64x1024) / 32x(2048x64x2048) / 8x(4096x64x4096) rr: pingpong
-        # 0.99 / 1.01 / 1.00 (coop 1.00 / 1.01 / 1.00); 128x128 coop persistent 0.95 / 0.96 / 0.94,
-        # at N = 128 0.99 (stream-K 128x128 0.97)
-        Kernel("sm90", "bf16", la_lb[0], la_lb[1], tile, (1, 1), schedule, "persistent")
-        for la_lb in ("rr", "rc") for tile, schedule in (((128, 64, 64), "pingpong"), ((128, 128, 64), "coop"))
-    ] + [  # bf16 128x64 coop for rc and cc (the package registers rr and cr)
-        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 64, 64), (1, 1), "coop", "persistent") for la_lb in ("rc", "cc")
-    ] + [  # bf16 128x64 tiles beside the registered c1x2 coop (H100, 1024x1024x4096 cr, ms: c1x2 0.022):
-        # ping-pong c1x2 0.022-0.023, coop c2x2 and c1x4 0.030 (bigger clusters pack the SMs worse),
-        # K split in parallel in 2x2 clusters 0.083 at 256x256x131072 (c1x2: 0.068)
-        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 64, 64), (1, 2), "pingpong", "persistent")
-        for la_lb in ("rr", "cr")
-    ] + [
-        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 64, 64), cluster, "coop", "persistent")
-        for la_lb in ("rr", "cr") for cluster in ((2, 2), (1, 4))
-    ] + [
-        Kernel("sm90", "bf16", "r", "r", (128, 64, 64), (2, 2), "coop", "splitk"),
-    ] + [  # 128x128 in clusters of 2x1 beside the registered 1x2 (H100, ms: 1024x2048x4096 cr 0.028 either
-        # way, 2048x1024x4096 rr 0.031 / 0.030; 2048^3 rr 0.031 / 0.034, where 128x256 c2x1 runs 0.028)
-        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 128, 64), (2, 1), "coop", "persistent") for la_lb in ("rr", "cr")
-    ] + [  # the same 128 tiles of 1024 x 1024 as 64x128 (ping-pong: a warpgroup a tile; wgmma N 128 reads
-        # half the shared memory a flop of N 64's): c1x1 0.026 ms, c2x1 0.023 (128x64 c1x2: 0.022);
-        # K split in parallel 0.068 at 256x256x131072, as 128x64 c1x2
-        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (64, 128, 64), cluster, "pingpong", "persistent")
-        for la_lb in ("rr", "cr") for cluster in ((1, 1), (2, 1))
-    ] + [
-        Kernel("sm90", "bf16", "r", "r", (64, 128, 64), (2, 1), "pingpong", "splitk"),
-    ] + [  # tf32 with A and B MN-major (transposed A): other shapes of the register-sourced path beside the
-        # registered 256x128 c1x2 (its c2x1 twin ran within 1%: 2048x4096x8192 0.498 / 0.497 ms)
-        Kernel("sm90", "tf32", "c", "r", (128, 128, 32), (1, 1), "pingpong", "persistent"),
-        Kernel("sm90", "tf32", "c", "r", (256, 128, 32), (2, 1), "coop", "persistent"),
-        Kernel("sm90", "tf32", "c", "r", (128, 256, 32), (1, 1), "coop", "persistent"),
-    ] + [  # tf32 with MN-major operands transposed in shared memory (cpp/sm90_tf32_smem_rewrite_mainloop.cuh):
-        # registered for cr until session 28, when the register-sourced mainloop with wide TMA boxes
-        # passed it (transposed A 0.526 ms against 0.534); for one MN-major operand (H100, x cuBLAS, 3
-        # stages: 4096^3 rr 0.63 / cc 0.77 against the register-sourced 0.82; large K rr stream-K 1.17 / 1.12)
-        Kernel("sm90", "tf32", la_lb[0], la_lb[1], (128, 256, 32), cluster, "cooptranspose", scheduler)
-        for la_lb in ("rr", "cr", "cc") for scheduler, cluster in (("persistent", (2, 1)), ("streamk", (1, 1)))
-    ] + [  # unaligned bf16 (tracker issue 10: 1000x3000x777 rr, 2048x1001x2048 rr): other tiles of the
-        # alignment-1 register-staged kernel: 128x256 / 256x128 with 8 warps of 64x64; warp tiles of
-        # 64x32 / 32x64 (162 / 182 registers instead of 255, so more warps per SM)
-        sm80("bf16", "rr", (256, 128, 32), (64, 64, 32)),
-        sm80("bf16", "rr", (128, 128, 32), (64, 32, 32)), sm80("bf16", "rr", (64, 128, 32), (32, 64, 32)),
-        sm80("bf16", "rr", (128, 64, 32), (64, 32, 32)),
-    ] + [  # unaligned bf16 inputs on wgmma, the producer loading pairs through registers
-        # (cpp/sm90_ldg_mainloop.cuh; right on the H100, notes/measurements.md, session 12): slower than
-        # SM80 everywhere (1000x3000x777 rr 0.073 ms against 0.056), and than the staged kernels.
-        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 128, 64), (1, 1), "coopldg", "persistent", any_output=True)
-        for la_lb in LAYOUTS
-    ] + [  # the staged mainloop with stream-K: 1000x3000x777 rr 0.048 ms, 777^3 0.029, against the
-        # persistent 128x128's 0.046 and 0.027
-        Kernel("sm90", "bf16", "r", "r", (128, 128, 64), (1, 1), "coopstaged", "streamk", any_output=True),
-    ] + [  # ... and with D by TMA: 1000x3000x777 rr has 96 tiles of 128x256 for 132 SMs
-        Kernel("sm90", "bf16", "r", "r", tile, (1, 1), "coopstaged", "streamk") for tile in ((128, 256, 32), (128, 128, 64))
-    ] + [  # ... and 128x192 tiles with B K-major (rr is registered): 1000x3000x777 rc 0.040 ms against
-        # 128x128's 0.042; 2048x2048x2047 rc 0.167 / 0.088 (176 tiles: two waves)
-        Kernel("sm90", "bf16", "r", "c", (128, 192, 32), (1, 1), "coopstaged", "persistent")
-    ] + [  # bf16 192x192 tiles in clusters of 2x1, the warpgroups splitting N (192 x 96 each): cuBLAS's tile at
-        # 3072^3 (nvjet_sm90_tst_192x192_64x3_2x1_v_bz_coopB, 0.075 ms rc), where 128x192 c2x1 runs 0.084;
-        # 256 tiles of 3072^3 fill two waves of 132 SMs 97%. An MN-major B (rr, cr) in 64-byte swizzle atoms (32
-        # columns) so each warpgroup's 96 columns are whole atoms. 168 registers, no spills, 3 stages; right on
-        # the H100 but behind 128x192 c2x1 everywhere (ms, x cuBLAS): 3072^3 rr / rc / cr / cc 0.088 (0.86-0.89)
-        # against 0.082-0.084, 6144^3 0.606-0.624 (0.91-0.92) against 128x256's 0.562-0.566, 4096^3 0.227 (0.75).
-        # Each warpgroup reads three 64x16 blocks of A and a 96x16 one of B a k step: a quarter more shared
-        # memory a flop than 128x192's 64x16 and 192x16 (cuBLAS's may run three consumer warpgroups).
-        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (192, 192, 64), (2, 1), "coopsplitn", "persistent")
-        for la_lb in LAYOUTS
-    ] + [  # fp16 128x192 tiles of D^T (bf16's are registered): H100, x cuBLAS against auto before them,
-        # 3072x1024x4096 rr / rc / cr 0.90 / 0.93 / 0.95 against 0.81 / 0.83 / 0.79, 6144x1024x4096 0.96-0.97
-        # against 0.91-0.96; to register once the fp16 classes are re-swept with them
-        Kernel("sm90", "f16", la_lb[0], la_lb[1], (128, 192, 64), (2, 1), "coop", "persistent", swap_ab=True)
-        for la_lb in ("rr", "rc", "cr")
-    ] + [  # 4- and 8-byte aligned bf16: cp.async multistage (CUTLASS generator: GenerateSM80_TensorOp_16816)
-        sm80("bf16", "rr", (128, 128, 32), (64, 64, 32), stages=4, alignment=2),
-        sm80("bf16", "rr", (128, 128, 32), (64, 64, 32), stages=4, alignment=4),
-    ] + [  # IEEE fp32: other SIMT tiles of CUTLASS's GenerateSM80_Simt_f32 (128x256 w64x64 s5 joined the
-        # package; on the H100 256x128 ran 0.98x / 0.94x cuBLAS at 4096^3 rr / rc, 128x128 with 5 stages
-        # 0.90x / 0.82x, 128x128x16 0.85x / 0.67x)
-        simt(la_lb, tile, warp, stages) for la_lb in ("rr", "rc")
-        for tile, warp, stages in [((256, 128, 8), (64, 64, 8), 5), ((128, 128, 8), (32, 64, 8), 5),
-                                   ((128, 128, 16), (32, 64, 16), 4)]
-    ] + [  # decode-time x @ W.T (1-32 tokens) as D^T = W x^T on 64-row tiles of W, one warpgroup a tile
-        # (ping-pong), no split: W streamed by TMA through a deep ring of stages on 64 SMs at 4096 rows,
-        # as cuBLAS's 128x16 split-K tiles with 11 stages do (notes/measurements.md, session 25). H100, us,
-        # against small_mn (auto) and cuBLAS in the same run: 16x4096x4096 64x16x128 20, 64x16x256 20,
-        # 128x16x128 19 (small_mn 18, cuBLAS 22); 32x4096x4096 64x32x128 20 (small_mn 21, cuBLAS 21);
-        # 16x28672x8192 64x16x256 173 (swap-AB stream-K 178, cuBLAS 180); 64x4096x4096 64x32x128 25
-        # (128x64 c1x4 22). Not registered: within ~5% of what auto runs, ahead only at 17-32 tokens.
-        Kernel("sm90", "bf16", "r", "c", tile, (1, 1), "pingpong", "persistent", swap_ab=True)
-        for tile in ((64, 16, 128), (64, 32, 128), (64, 16, 256))
-    ] + [
-        Kernel("sm90", "bf16", "r", "c", (128, 16, 128), (1, 1), "coop", "persistent", swap_ab=True),
-    ] + [  # bf16 parity on big shapes: the 128x256 c2x1 tile with the stream-K scheduler, whose heuristic runs
-        # the full waves data-parallel and spreads the last, partial one over all SMs (4096^3: 512 tiles, 3.9
-        # waves; 8192x14336x4096: 3584 tiles, 27.2 waves). Slower than the persistent one everywhere (H100,
-        # x cuBLAS, same run: 4096^3 rr 0.96 / 0.99, rc 0.96 / 0.99, 8192x14336x4096 rc 0.97 / 0.97,
-        # 4096x14336x4096 rc 0.96 / 0.98, 8192^3 rr 1.00 / 1.01, 6144^3 rr 0.98 / 1.00)
-        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 256, 64), (2, 1), "coop", "streamk") for la_lb in ("rr", "rc")
-    ] + [  # tf32x3 with the layouts' other mainloop (all_kernels: A split in registers or in shared memory)
-        Kernel("sm90", "tf32x3", la_lb[0], la_lb[1], (128, 128, 32), (1, 1),
-               {"rr": "cooptrunc", "rc": "cooptrunc", "cr": "coop", "cc": "coopregistera"}[la_lb], scheduler, promote=1)
-        for la_lb, scheduler in itertools.product(LAYOUTS, ["persistent", "streamk"])
-    ]
+    """Candidates for a tuning run (--tuning): scripts/tuning_kernels.py, which lists them with what was
+    measured of each."""
+    import tuning_kernels  # beside this file (sys.path[0] when run as a script)
+    return tuning_kernels.candidates()
 
 
 def simt(la_lb, tile=(128, 128, 8), warp=(32, 64, 8), stages=4):
@@ -604,7 +447,7 @@ def main(argv=None):
     parser.add_argument("--out", type=Path, help="directory for the generated sources")
     parser.add_argument("--filter", default="", help="regex; only kernels whose name it matches (re.search)")
     parser.add_argument("--list", action="store_true", help="print the selected kernel names and exit")
-    parser.add_argument("--tuning", action="store_true", help="also the candidates of tuning_kernels()")
+    parser.add_argument("--tuning", action="store_true", help="also the tuning candidates (scripts/tuning_kernels.py)")
     args = parser.parse_args(argv)
     kernels = all_kernels() + (tuning_kernels() if args.tuning else [])
     assert len({k.name for k in kernels}) == len(kernels), "kernel names must be unique"
