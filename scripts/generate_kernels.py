@@ -252,6 +252,13 @@ def all_kernels():
     # (1.21x); in the sweep each is the fastest at ~230 of its ~1900 problems (by 1.1-2.5x).
     for la_lb in ("rc", "cc"):
         kernels.append(Kernel("sm90", "tf32", la_lb[0], la_lb[1], (128, 256, 32), (2, 1), "coop", "splitk"))
+    # tf32 rc and cc one-wave pairs (kOneWavePair, cutlass_sm90_priority.cuh): 128x128 tiles in clusters of
+    # 1x2 where 128x256 tiles fill half a wave. H100, ms (x cuBLAS), rc / cc, against split-K 128x256:
+    # 1024x2048x4096 0.051 (1.02x) / 0.052 (1.08x) against 0.059 / 0.059, 2048x1024x4096 0.051 (1.16x /
+    # 1.08x) against 0.059, 1024x2048x8192 0.097 / 0.096 against 0.100 / 0.100; behind from two waves
+    # (2048^3 0.061 against 128x256's 0.049). Clusters of 2x1 ran 2-7% behind (tuning_kernels.py).
+    for la_lb in ("rc", "cc"):
+        kernels.append(Kernel("sm90", "tf32", la_lb[0], la_lb[1], (128, 128, 32), (1, 2), "coop", "persistent"))
     # F.linear with a bias, x @ W.T + b (x row-major, W.T column-major: rc), as models call it
     # (pycutlass_gemm.enable() routes it): the persistent kernel with a bias-row epilogue. Only
     # rc: the backward products have no bias, and fp32 is not routed by default.

@@ -163,6 +163,10 @@ def candidates():
         # x cuBLAS, same run: 4096^3 rr 0.96 / 0.99, rc 0.96 / 0.99, 8192x14336x4096 rc 0.97 / 0.97,
         # 4096x14336x4096 rc 0.96 / 0.98, 8192^3 rr 1.00 / 1.01, 6144^3 rr 0.98 / 1.00)
         Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 256, 64), (2, 1), "coop", "streamk") for la_lb in ("rr", "rc")
+    ] + [  # tf32 128x128 tiles in clusters of 2x1 beside the registered 1x2 one-wave pairs (rc, cc): H100, ms,
+        # 2x1 / 1x2, 1024x2048x4096 rc 0.053 / 0.051, cc 0.054 / 0.052; 2048x1024x4096 rc 0.054 / 0.051,
+        # 1024x2048x8192 rc 0.102 / 0.097, cc 0.104 / 0.096 (ahead only from two waves, where 128x256 leads)
+        Kernel("sm90", "tf32", la_lb[0], la_lb[1], (128, 128, 32), (2, 1), "coop", "persistent") for la_lb in ("rc", "cc")
     ] + [  # tf32x3 with the layouts' other mainloop (all_kernels: A split in registers or in shared memory)
         Kernel("sm90", "tf32x3", la_lb[0], la_lb[1], (128, 128, 32), (1, 1),
                {"rr": "cooptrunc", "rc": "cooptrunc", "cr": "coop", "cc": "coopregistera"}[la_lb], scheduler, promote=1)
