@@ -39,6 +39,7 @@
 #include "gemm_problem.h"
 #include "sm90_collectives.cuh"
 #include "sm90_l2_hint_mainloop.cuh"
+#include "sm90_lean_tma_epilogue.cuh"
 #include "split_k_reduce.h"
 
 namespace pycutlass_gemm {
@@ -92,6 +93,10 @@ class CutlassSm90Gemm : public GemmKernel {
   // TMA mainloop, for problems whose inputs TMA loads but whose output it cannot store (an odd N
   // with B column-major: x @ W.T onto a vocabulary of 50257).
   static constexpr bool kAnyOutput = std::is_same_v<EpilogueSchedule_, cutlass::epilogue::NoSmemWarpSpecialized>;
+  // CUTLASS's cooperative TMA epilogue with its store() written out by hand (sm90_lean_tma_epilogue.cuh).
+  static constexpr bool kLeanStore = std::is_same_v<EpilogueSchedule_, sm90_detail::TmaWarpSpecializedCooperativeLeanStore>;
+  using EpilogueSchedule = std::conditional_t<kLeanStore, cutlass::epilogue::TmaWarpSpecializedCooperative,
+                                              EpilogueSchedule_>;
   // A TMA epilogue (D, and C, 16-byte aligned) also behind the any-alignment mainloops: odd K
   // leaves A's rows unaligned while D's rows (N) may be aligned.
   static constexpr int kOutputAlignment = kAnyOutput ? 1 : 16 / int(sizeof(Element));
@@ -121,14 +126,16 @@ class CutlassSm90Gemm : public GemmKernel {
   // mainloop gets another stage (sm90_collectives.cuh, kFp32EpilogueN); else the builder's.
   static constexpr bool kFp32Subtiles =
       std::is_same_v<Element, float> && !kSplitK && !kBias &&
-      std::is_same_v<EpilogueSchedule_, cutlass::epilogue::TmaWarpSpecializedCooperative>;
-  using CollectiveEpilogue = typename std::conditional_t<
+      std::is_same_v<EpilogueSchedule, cutlass::epilogue::TmaWarpSpecializedCooperative>;
+  using CutlassEpilogue = typename std::conditional_t<
       kFp32Subtiles,
       sm90_detail::SubtileTmaEpilogue<TileShape, ElementSource, LayoutC, ElementOut, LayoutD, FusionOp,
                                       2 * cutlass::NumThreadsPerWarpGroup, sm90_detail::kFp32EpilogueN>,
       sm90_detail::Epilogue<TileShape, ClusterShape, ElementSource, LayoutC,  // C
                             ElementOut, LayoutD,                               // D
-                            kKernelOutputAlignment, EpilogueSchedule_, FusionOp, MainloopSchedule_>>::type;
+                            kKernelOutputAlignment, EpilogueSchedule, FusionOp, MainloopSchedule_>>::type;
+  using CollectiveEpilogue =
+      std::conditional_t<kLeanStore, sm90_detail::LeanTmaEpilogue<CutlassEpilogue>, CutlassEpilogue>;
 
   using CollectiveMainloop = typename sm90_detail::WithL2Hints<typename sm90_detail::Mainloop<
       Element, LayoutA, LayoutB, kAlignment, TileShape, ClusterShape,

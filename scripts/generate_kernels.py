@@ -100,6 +100,8 @@ class Kernel:
     swap_ab: bool = False           # sm90 only: run as D^T = B^T A^T (small M on the narrow tile N)
     promote: int = 0                # tf32x3 only: add the tensor cores' sums to an fp32 one every N k tiles
     any_output: bool = False        # sm90 only: C and D at any alignment (no-smem epilogue), A and B by TMA
+    lean_store: bool = False        # sm90 16-bit cooperative only: the TMA epilogue's store() written out by hand
+                                    # (cpp/sm90_lean_tma_epilogue.cuh: a unit compiles faster)
 
     @property
     def priority(self):
@@ -137,8 +139,9 @@ class Kernel:
         swap = "_swapab" if self.swap_ab else ""
         promote = f"_p{self.promote}" if self.promote else ""
         out = "_anyout" if self.any_output else ""
+        lean = "_leanstore" if self.lean_store else ""
         return (f"sm90_{self.dtype}_{self.layout_a}{self.layout_b}_{t}_c{c}_{self.schedule}_{self.scheduler}"
-                f"{swap}{bias}{promote}{out}")
+                f"{swap}{bias}{promote}{out}{lean}")
 
     @property
     def filename(self):
@@ -164,6 +167,7 @@ class Kernel:
             words += f", fp32 sums every {self.promote} k tiles" if self.promote else ""
         words += " (as D^T = B^T A^T)" if self.transposed else ""
         words += ", C and D at any alignment (stored from registers)" if self.any_output else ""
+        words += ", hand-written TMA store" if self.lean_store else ""
         return words + (" + bias row" if self.bias else "")
 
     @property
@@ -179,6 +183,11 @@ class Kernel:
         mainloop, epilogue, _ = SCHEDULE[self.schedule]
         if self.any_output:
             epilogue = "cutlass::epilogue::NoSmemWarpSpecialized"
+        if self.lean_store:
+            assert self.schedule == "coop" and self.dtype in ("bf16", "f16") and not (self.any_output or self.bias
+                                                                                     or self.transposed), \
+                "the hand-written store: the 16-bit cooperative TMA epilogue with row-major D"
+            epilogue = "sm90_detail::TmaWarpSpecializedCooperativeLeanStore"
         if self.dtype == "tf32x3":  # the cooperative schedule with the tf32x3 mainloop
             assert self.schedule in ("coop", "cooptrunc", "coopregistera"), "tf32x3 has cooperative mainloops only"
             assert self.promote > 0, "tf32x3 sums in fp32 every `promote` k tiles (the tensor cores' sums truncate)"
