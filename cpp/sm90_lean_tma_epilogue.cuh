@@ -11,7 +11,7 @@
 // For what it replaces only: the cooperative kernel (two consumer warpgroups, 128-row tiles and
 // subtiles), 16-bit C and D in row-major order, D = alpha * acc + beta * C (LinearCombination),
 // TMA stores issued at once (not delayed: a C is always there). Not registered: a tuning candidate
-// until it has matched float64 on the GPU (scripts/tuning_kernels.py, `_leanepi`).
+// until it has matched float64 on the GPU (scripts/tuning_kernels.py, `_leanstore`).
 #pragma once
 
 #include <type_traits>
