@@ -4,12 +4,12 @@
 // shared and shared-to-global copies and the fusion visitor's arguments. Here each thread computes
 // where its accumulators sit from the wgmma accumulator layout (PTX ISA, "wgmma .m64nNk16 register
 // fragment D"), reads C and writes D in the subtile's shared memory through the smem layout evaluated
-// at those coordinates, two 16-bit elements (4 bytes) at a time, and one warp issues the TMA store as
+// at those coordinates, two elements (a 4- or 8-byte word) at a time, and one warp issues the TMA store as
 // CUTLASS does. Everything else -- Arguments, Params, shared storage, the producer's C loads, the
 // pipelines, store_tail -- is CUTLASS's class, which this derives from.
 //
 // For what it replaces only: the cooperative kernel (two consumer warpgroups, 128-row tiles and
-// subtiles), 16-bit C and D in row-major order, D = alpha * acc + beta * C (LinearCombination),
+// subtiles), 16- or 32-bit C and D in row-major order, D = alpha * acc + beta * C (LinearCombination),
 // TMA stores issued at once (not delayed: a C is always there). Not registered: a tuning candidate
 // until it has matched float64 on the GPU (scripts/tuning_kernels.py, `_leanstore`).
 #pragma once
@@ -65,12 +65,14 @@ class LeanTmaEpilogue<cutlass::epilogue::collective::CollectiveEpilogue<
                                                                     cute::Int<ReuseSmemC_ ? StagesC_ : StagesD_>{}),
                                                    cute::Step<cute::_1, cute::_2, cute::_3>{}));
 
-  static_assert(sizeof(ElementC_) == 2 && sizeof(ElementD_) == 2, "16-bit C and D");
+  static_assert(sizeof(ElementC_) == sizeof(ElementD_) && (sizeof(ElementD_) == 2 || sizeof(ElementD_) == 4),
+                "16-bit (bf16 / f16 products) or 32-bit (tf32) C and D");
   static_assert(!cutlass::epilogue::collective::detail::is_m_major<StrideC_>() &&
                     !cutlass::epilogue::collective::detail::is_m_major<StrideD_>(),
-                "row-major C and D (N contiguous: a thread's two adjacent columns are one 4-byte word)");
+                "row-major C and D (N contiguous: a thread's two adjacent columns are one word)");
   static_assert(!DelayTmaStore_, "TMA stores issued at once");
-  static_assert(cute::size<0>(CtaTileMNK_{}) == 128 && kEpiM == 128, "128-row tiles and subtiles (cooperative)");
+  static_assert(kEpiM == 128 && cute::size<0>(CtaTileMNK_{}) % 128 == 0,
+                "128-row subtiles: the two consumer warpgroups' 64-row blocks (cooperative), once a subtile");
   static_assert(kEpiN % 8 == 0, "whole 8-column blocks of the accumulator layout in a subtile");
   // C and D share each subtile stage's bytes (ReuseSmemC): a thread reads its C and writes its D at the
   // same places, so no barrier between the two, if the layouts are the same.
@@ -105,8 +107,9 @@ class LeanTmaEpilogue<cutlass::epilogue::collective::CollectiveEpilogue<
                             TensorStorage& shared_tensors, int subtile_idx = -1) {
     using namespace cute;
     static_assert(size(TiledMma{}) == 2 * cutlass::NumThreadsPerWarpGroup, "two consumer warpgroups");
-    static_assert(size(AccLayout{}) == size<1>(CtaTileMNK_{}) / 2,
-                  "one 64 x N wgmma accumulator a thread: (2 columns, 2 rows, N / 8 blocks)");
+    static_assert(size(AccLayout{}) == size<0>(CtaTileMNK_{}) / 128 * size<1>(CtaTileMNK_{}) / 2,
+                  "a 64 x N wgmma accumulator a thread for each 128 rows of the tile: (2 columns, 2 rows, N / 8 "
+                  "blocks) x MMA_M");
     constexpr int kEpiTilesM = size<0>(CtaTileMNK_{}) / kEpiM, kEpiTilesN = size<1>(CtaTileMNK_{}) / kEpiN;
 
     auto [M, N, K, L] = problem_shape_mnkl;
@@ -124,8 +127,10 @@ class LeanTmaEpilogue<cutlass::epilogue::collective::CollectiveEpilogue<
     Tensor bSG_sD = thrblk_s2g.partition_S(sD_epi);  // (S2G, S2G_M, S2G_N, PIPE_D)
     Tensor bSG_gD = thrblk_s2g.partition_D(gD_epi);  // (S2G, S2G_M, S2G_N, EPI_M, EPI_N)
 
-    // This thread's place in the wgmma accumulator layout: value v = c + 2 r + 4 j of its fragment is
-    // row 64 wg + 16 warp + 8 r + lane / 4, column 8 j + 2 (lane % 4) + c of the tile.
+    // This thread's place in the wgmma accumulator layout: value v = c + 2 r + 4 j + (N / 2) mm of its
+    // fragment is row 128 mm + 64 wg + 16 warp + 8 r + lane / 4, column 8 j + 2 (lane % 4) + c of the
+    // tile (CuTe's CLayout_64xN, the two warpgroups stacked along M, MMA_M = tile rows / 128 = the
+    // subtile row mm = epi_m).
     const int lane = thread_idx % 32;
     const int row = 64 * (thread_idx / cutlass::NumThreadsPerWarpGroup) + 16 * (thread_idx / 32 % 4) + lane / 4;
     const int col = 2 * (lane % 4);
@@ -159,7 +164,7 @@ class LeanTmaEpilogue<cutlass::epilogue::collective::CollectiveEpilogue<
         for (int jj = 0; jj < kEpiN / 8; ++jj) {
           CUTLASS_PRAGMA_UNROLL
           for (int r = 0; r < 2; ++r) {
-            const int v = 4 * (epi_n * (kEpiN / 8) + jj) + 2 * r;  // the pair's first value
+            const int v = size<1>(CtaTileMNK_{}) / 2 * epi_m + 4 * (epi_n * (kEpiN / 8) + jj) + 2 * r;  // pair's first
             const int m = row + 8 * r, n = 8 * jj + col;            // in the subtile
             float d0 = alpha * float(accumulators(v)), d1 = alpha * float(accumulators(v + 1));
             if (is_C_load_needed) {

@@ -100,7 +100,7 @@ class Kernel:
     swap_ab: bool = False           # sm90 only: run as D^T = B^T A^T (small M on the narrow tile N)
     promote: int = 0                # tf32x3 only: add the tensor cores' sums to an fp32 one every N k tiles
     any_output: bool = False        # sm90 only: C and D at any alignment (no-smem epilogue), A and B by TMA
-    lean_store: bool = False        # sm90 16-bit cooperative only: the TMA epilogue's store() written out by hand
+    lean_store: bool = False        # sm90 cooperative (bf16, f16, tf32): the TMA epilogue's store() written out by hand
                                     # (cpp/sm90_lean_tma_epilogue.cuh: a unit compiles faster)
 
     @property
@@ -184,9 +184,9 @@ class Kernel:
         if self.any_output:
             epilogue = "cutlass::epilogue::NoSmemWarpSpecialized"
         if self.lean_store:
-            assert self.schedule == "coop" and self.dtype in ("bf16", "f16") and not (self.any_output or self.bias
-                                                                                     or self.transposed), \
-                "the hand-written store: the 16-bit cooperative TMA epilogue with row-major D"
+            assert self.schedule == "coop" and self.dtype in ("bf16", "f16", "tf32") and self.scheduler != "splitk" \
+                and not (self.any_output or self.bias or self.transposed), \
+                "the hand-written store: the cooperative TMA epilogue with a C and a row-major D"
             epilogue = "sm90_detail::TmaWarpSpecializedCooperativeLeanStore"
         if self.dtype == "tf32x3":  # the cooperative schedule with the tf32x3 mainloop
             assert self.schedule in ("coop", "cooptrunc", "coopregistera"), "tf32x3 has cooperative mainloops only"

@@ -168,12 +168,13 @@ def candidates():
         # 1024x2048x8192 rc 0.102 / 0.097, cc 0.104 / 0.096 (ahead only from two waves, where 128x256 leads)
         Kernel("sm90", "tf32", la_lb[0], la_lb[1], (128, 128, 32), (2, 1), "coop", "persistent") for la_lb in ("rc", "cc")
     ] + [  # the TMA epilogue's store() written out by hand (cpp/sm90_lean_tma_epilogue.cuh): twins of registered
-        # 16-bit cooperative kernels, for the build budget (a unit's compile time) -- not yet run on a GPU
+        # cooperative kernels, for the build budget (a unit's compile time) -- not yet run on a GPU
         Kernel("sm90", dtype, la_lb[0], la_lb[1], tile, cluster, "coop", scheduler, lean_store=True)
         for dtype, la_lb, tile, cluster, scheduler in [
             ("bf16", "rc", (128, 256, 64), (2, 1), "persistent"), ("bf16", "rr", (128, 256, 64), (2, 1), "persistent"),
             ("f16", "cr", (128, 256, 64), (2, 1), "persistent"), ("bf16", "cc", (128, 192, 64), (2, 1), "persistent"),
-            ("bf16", "rc", (128, 128, 64), (1, 2), "persistent"), ("bf16", "rr", (128, 128, 64), (1, 1), "streamk")]
+            ("bf16", "rc", (128, 128, 64), (1, 2), "persistent"), ("bf16", "rr", (128, 128, 64), (1, 1), "streamk"),
+            ("tf32", "rc", (128, 256, 32), (2, 1), "persistent"), ("tf32", "cr", (256, 128, 32), (1, 2), "persistent")]
     ] + [  # tf32x3 with the layouts' other mainloop (all_kernels: A split in registers or in shared memory)
         Kernel("sm90", "tf32x3", la_lb[0], la_lb[1], (128, 128, 32), (1, 1),
                {"rr": "cooptrunc", "rc": "cooptrunc", "cr": "coop", "cc": "coopregistera"}[la_lb], scheduler, promote=1)
