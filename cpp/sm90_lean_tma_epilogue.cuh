@@ -8,8 +8,8 @@
 // CUTLASS does. Everything else -- Arguments, Params, shared storage, the producer's C loads, the
 // pipelines, store_tail -- is CUTLASS's class, which this derives from.
 //
-// For what it replaces only: the cooperative kernel (two consumer warpgroups, 128-row tiles and
-// subtiles), 16- or 32-bit C and D in row-major order, D = alpha * acc + beta * C (LinearCombination),
+// For what it replaces only: the cooperative kernel (two consumer warpgroups, tiles of 128 or 256 rows,
+// 128-row subtiles), 16- or 32-bit C and D in row-major order, D = alpha * acc + beta * C (LinearCombination),
 // TMA stores issued at once (not delayed: a C is always there). Not registered: a tuning candidate
 // until it has matched float64 on the GPU (scripts/tuning_kernels.py, `_leanstore`).
 #pragma once
