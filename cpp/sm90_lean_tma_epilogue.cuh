@@ -4,14 +4,17 @@
 // shared and shared-to-global copies and the fusion visitor's arguments. Here each thread computes
 // where its accumulators sit from the wgmma accumulator layout (PTX ISA, "wgmma .m64nNk16 register
 // fragment D"), reads C and writes D in the subtile's shared memory through the smem layout evaluated
-// at those coordinates, two elements (a 4- or 8-byte word) at a time, and one warp issues the TMA store as
-// CUTLASS does. Everything else -- Arguments, Params, shared storage, the producer's C loads, the
+// at those coordinates -- 16-bit C and D by ldmatrix / stmatrix, four 8x8 blocks a warp an instruction
+// as CUTLASS does (the first version wrote a 4-byte word at a time with a swizzled address each: 0.1-3.5%
+// slower kernels, H100 session 34), 32-bit ones an 8-byte word at a time -- and one warp issues the TMA
+// store as CUTLASS does. Everything else -- Arguments, Params, shared storage, the producer's C loads, the
 // pipelines, store_tail -- is CUTLASS's class, which this derives from.
 //
 // For what it replaces only: the cooperative kernel (two consumer warpgroups, tiles of 128 or 256 rows,
 // 128-row subtiles), 16- or 32-bit C and D in row-major order, D = alpha * acc + beta * C (LinearCombination),
-// TMA stores issued at once (not delayed: a C is always there). Not registered: a tuning candidate
-// until it has matched float64 on the GPU (scripts/tuning_kernels.py, `_leanstore`).
+// TMA stores issued at once (not delayed: a C is always there). Not registered: tuning candidates
+// (scripts/tuning_kernels.py, `_leanstore`) that match float64 on the H100 but run 0.1-1.8% behind
+// their twins on big shapes (session 34), for a unit compiled in 15-20% less time.
 #pragma once
 
 #include <type_traits>
@@ -73,7 +76,8 @@ class LeanTmaEpilogue<cutlass::epilogue::collective::CollectiveEpilogue<
   static_assert(!DelayTmaStore_, "TMA stores issued at once");
   static_assert(kEpiM == 128 && cute::size<0>(CtaTileMNK_{}) % 128 == 0,
                 "128-row subtiles: the two consumer warpgroups' 64-row blocks (cooperative), once a subtile");
-  static_assert(kEpiN % 8 == 0, "whole 8-column blocks of the accumulator layout in a subtile");
+  static_assert(kEpiN % (32 / sizeof(ElementD_)) == 0,
+                "whole 8-column blocks of the accumulator layout in a subtile, pairs of them for 16-bit D");
   // C and D share each subtile stage's bytes (ReuseSmemC): a thread reads its C and writes its D at the
   // same places, so no barrier between the two, if the layouts are the same.
   static_assert(!ReuseSmemC_ || std::is_same_v<SmemLayoutC, SmemLayoutD>, "C and D laid out alike");
@@ -132,7 +136,8 @@ class LeanTmaEpilogue<cutlass::epilogue::collective::CollectiveEpilogue<
     // tile (CuTe's CLayout_64xN, the two warpgroups stacked along M, MMA_M = tile rows / 128 = the
     // subtile row mm = epi_m).
     const int lane = thread_idx % 32;
-    const int row = 64 * (thread_idx / cutlass::NumThreadsPerWarpGroup) + 16 * (thread_idx / 32 % 4) + lane / 4;
+    const int block_row = 64 * (thread_idx / cutlass::NumThreadsPerWarpGroup) + 16 * (thread_idx / 32 % 4);
+    const int row = block_row + lane / 4;
     const int col = 2 * (lane % 4);
 
     const bool is_producer_load_needed = fusion_callbacks_.is_producer_load_needed();
@@ -160,22 +165,63 @@ class LeanTmaEpilogue<cutlass::epilogue::collective::CollectiveEpilogue<
         const int c_stage = load_wait_state.index();
         if (is_producer_load_needed) load_pipeline.consumer_wait(load_wait_state);
 
-        CUTLASS_PRAGMA_UNROLL
-        for (int jj = 0; jj < kEpiN / 8; ++jj) {
+        // The subtile's first value of this thread's fragment, and D = alpha acc + beta C of a pair.
+        const int v0 = size<1>(CtaTileMNK_{}) / 2 * epi_m + 4 * epi_n * (kEpiN / 8);
+        auto combine = [&](int v, float c0, float c1) CUTLASS_LAMBDA_FUNC_INLINE {
+          cutlass::Array<float, 2> d;
+          d[0] = alpha * float(accumulators(v));
+          d[1] = alpha * float(accumulators(v + 1));
+          if (is_C_load_needed) {
+            d[0] = fmaf(beta, c0, d[0]);
+            d[1] = fmaf(beta, c1, d[1]);
+          }
+          return cutlass::NumericArrayConverter<ElementD_, float, 2>{}(d);  // one cvt of a pair
+        };
+        if constexpr (sizeof(ElementD_) == 2) {
+          // 16-bit C and D: four 8x8 blocks a warp an instruction (ldmatrix / stmatrix), whose fragments
+          // are the accumulator's (thread `lane` holds row lane / 4, columns 2 (lane % 4) and + 1 of each
+          // block). Block i of an instruction is rows 8 (i % 2) of the warp's 16, columns 8 (2 p + i / 2);
+          // lanes 8 i .. 8 i + 7 give the addresses of its rows: 16 contiguous bytes each, which the
+          // 16-byte granular swizzle keeps together.
+          const int q = lane / 8;
+          const int m = block_row + 8 * (q % 2) + lane % 8;
           CUTLASS_PRAGMA_UNROLL
-          for (int r = 0; r < 2; ++r) {
-            const int v = size<1>(CtaTileMNK_{}) / 2 * epi_m + 4 * (epi_n * (kEpiN / 8) + jj) + 2 * r;  // pair's first
-            const int m = row + 8 * r, n = 8 * jj + col;            // in the subtile
-            float d0 = alpha * float(accumulators(v)), d1 = alpha * float(accumulators(v + 1));
+          for (int p = 0; p < kEpiN / 16; ++p) {
+            const int n = 8 * (2 * p + q / 2);
+            uint32_t c[4] = {0, 0, 0, 0};
             if (is_C_load_needed) {
-              const ElementC_* c = &sC_epi(m, n, c_stage);
-              d0 = fmaf(beta, float(c[0]), d0);
-              d1 = fmaf(beta, float(c[1]), d1);
+              asm volatile("ldmatrix.sync.aligned.x4.m8n8.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                           : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+                           : "r"(cute::cast_smem_ptr_to_uint(&sC_epi(m, n, c_stage))));
             }
-            cutlass::Array<ElementD_, 2> pair;
-            pair[0] = cutlass::NumericConverter<ElementD_, float>{}(d0);
-            pair[1] = cutlass::NumericConverter<ElementD_, float>{}(d1);
-            *reinterpret_cast<cutlass::Array<ElementD_, 2>*>(&sD_epi(m, n, d_stage)) = pair;
+            uint32_t d[4];
+            CUTLASS_PRAGMA_UNROLL
+            for (int i = 0; i < 4; ++i) {
+              auto c_pair = cutlass::NumericArrayConverter<float, ElementC_, 2>{}(
+                  reinterpret_cast<cutlass::Array<ElementC_, 2> const&>(c[i]));
+              auto pair = combine(v0 + 4 * (2 * p + i / 2) + 2 * (i % 2), c_pair[0], c_pair[1]);
+              d[i] = reinterpret_cast<uint32_t const&>(pair);
+            }
+            asm volatile("stmatrix.sync.aligned.x4.m8n8.shared.b16 [%0], {%1, %2, %3, %4};\n"
+                         ::"r"(cute::cast_smem_ptr_to_uint(&sD_epi(m, n, d_stage))),
+                         "r"(d[0]), "r"(d[1]), "r"(d[2]), "r"(d[3]));
+          }
+        } else {
+          // 32-bit C and D: a thread's two adjacent columns, one 8-byte word.
+          CUTLASS_PRAGMA_UNROLL
+          for (int jj = 0; jj < kEpiN / 8; ++jj) {
+            CUTLASS_PRAGMA_UNROLL
+            for (int r = 0; r < 2; ++r) {
+              const int m = row + 8 * r, n = 8 * jj + col;  // in the subtile
+              float c0 = 0.0f, c1 = 0.0f;
+              if (is_C_load_needed) {
+                const ElementC_* c = &sC_epi(m, n, c_stage);
+                c0 = float(c[0]);
+                c1 = float(c[1]);
+              }
+              *reinterpret_cast<cutlass::Array<ElementD_, 2>*>(&sD_epi(m, n, d_stage)) =
+                  combine(v0 + 4 * jj + 2 * r, c0, c1);
+            }
           }
         }
 

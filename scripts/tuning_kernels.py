@@ -168,7 +168,10 @@ def candidates():
         # 1024x2048x8192 rc 0.102 / 0.097, cc 0.104 / 0.096 (ahead only from two waves, where 128x256 leads)
         Kernel("sm90", "tf32", la_lb[0], la_lb[1], (128, 128, 32), (2, 1), "coop", "persistent") for la_lb in ("rc", "cc")
     ] + [  # the TMA epilogue's store() written out by hand (cpp/sm90_lean_tma_epilogue.cuh): twins of registered
-        # cooperative kernels, for the build budget (a unit's compile time) -- not yet run on a GPU
+        # cooperative kernels, for the build budget: 8-12 s less a unit on 16 cores (of 52-72), right (71 GPU
+        # tests), but slower than their twins (H100, session 34, bench, two interleaved runs, with ldmatrix /
+        # stmatrix): 4096^3 rc / rr +0.6%, 8192x14336x4096 rc +0.8%, 3072^3 cc +1.8%, 2048x4096x8192 cr fp16
+        # +0.0%, tf32 +0.3-0.4%, 1024x2048x4096 rc on 128x128 c1x2 +3.3%, 256x256x8192 stream-K +5%
         Kernel("sm90", dtype, la_lb[0], la_lb[1], tile, cluster, "coop", scheduler, lean_store=True)
         for dtype, la_lb, tile, cluster, scheduler in [
             ("bf16", "rc", (128, 256, 64), (2, 1), "persistent"), ("bf16", "rr", (128, 256, 64), (2, 1), "persistent"),
