@@ -353,8 +353,9 @@ def test_sweep_covers_sizes_1_to_65536_every_layout_dtype_alignment_and_batch():
     assert any(w.k % 2 == 1 and w.k > 1 for w in bf16)  # unaligned
     assert any(w.k % 2 == 1 and w.k > 1 and w.m % 8 == 0 and w.n % 8 == 0 for w in bf16)  # odd K only
     assert {4, 32} <= {w.batch for w, _ in problems}
-    # between the octaves, where 192-wide tiles fit: 3072^3 in every layout, bf16 and fp16
-    assert {("3072x3072x3072 " + lay, d) for lay in ("rr", "rc", "cr", "cc") for d in ("bf16", "fp16")} <= {
+    # between the octaves, where 192-wide tiles fit and 128x256 ones leave a wave emptiest: 3072^3 in
+    # every layout, bf16, fp16 and tf32
+    assert {("3072x3072x3072 " + lay, d) for lay in ("rr", "rc", "cr", "cc") for d in ("bf16", "fp16", "tf32")} <= {
         (w.name, p.name) for w, p in problems}
     # x @ W.T over 32 and 128 tokens and the mirror, between the octaves of SIZES (small_mn's widest X,
     # one 128-row tile), bf16 and fp16
@@ -362,7 +363,8 @@ def test_sweep_covers_sizes_1_to_65536_every_layout_dtype_alignment_and_batch():
         assert {(f"{m}x{n}x4096 rc", d) for m, n in ((side, 4096), (4096, side)) for d in ("bf16", "fp16")} <= {
             (w.name, p.name) for w, p in problems}
     assert all(tune_sweep.fits(w, p) for w, p in problems)
-    for w, p in (("1000x3000x777 rr", "bf16"), ("256x256x524288 rr", "bf16"), ("2048x4096x8192 cr", "tf32")):
+    for w, p in (("1000x3000x777 rr", "bf16"), ("256x256x524288 rr", "bf16"), ("2048x4096x8192 cr", "tf32"),
+                 ("256x256x131072 rr", "fp16"), ("1024x2048x4096 rc", "fp32")):  # the last two: bench --quick's
         assert any(x.name == w and q.name == p for x, q in problems)
     assert tune_sweep.estimated_seconds(problems) > 0  # a rate for every precision swept
 
