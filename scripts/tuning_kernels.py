@@ -188,6 +188,13 @@ def candidates():
         Kernel("sm90", "tf32", "r", "c", (128, 192, 32), (2, 1), "coop", "persistent"),
     ] + [
         Kernel("sm90", "f16", la_lb[0], la_lb[1], (192, 192, 64), (2, 1), "coop3wg", "persistent") for la_lb in ("rc", "cc")
+    ] + [  # ... and their twins, compiled (4 mainloop stages, 168 / 128 registers, no spills) but not yet run on a
+        # GPU: tf32 cc on 128x192 (3072^3 cc 0.97x on stream-K 128x256 with the session-34 table; CUTLASS's
+        # register-sourced A path), fp16 rr / cr on 192x192 (3072^3 0.95 / 0.94x on 128x192, where bf16's
+        # 192x192 runs 0.97x)
+        Kernel("sm90", "tf32", "c", "c", (128, 192, 32), (2, 1), "coop", "persistent"),
+    ] + [
+        Kernel("sm90", "f16", la_lb[0], la_lb[1], (192, 192, 64), (2, 1), "coop3wg", "persistent") for la_lb in ("rr", "cr")
     ] + [  # tf32x3 with the layouts' other mainloop (all_kernels: A split in registers or in shared memory)
         Kernel("sm90", "tf32x3", la_lb[0], la_lb[1], (128, 128, 32), (1, 1),
                {"rr": "cooptrunc", "rc": "cooptrunc", "cr": "coop", "cc": "coopregistera"}[la_lb], scheduler, promote=1)
