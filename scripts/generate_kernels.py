@@ -268,6 +268,13 @@ def all_kernels():
     # (2048^3 0.061 against 128x256's 0.049). Clusters of 2x1 ran 2-7% behind (tuning_kernels.py).
     for la_lb in ("rc", "cc"):
         kernels.append(Kernel("sm90", "tf32", la_lb[0], la_lb[1], (128, 128, 32), (1, 2), "coop", "persistent"))
+    # tf32 rc and cc between the octaves: 128x192 tiles in clusters of 2x1 where 128x256 ones leave much of
+    # the last wave idle (3072^3: 384 tiles, 2.9 waves, against 288, 2.2). H100, session 34, x cuBLAS
+    # against what auto ran (stream-K 128x256): rc 3072^3 1.04 (0.156 ms) / 0.86, 3072x3072x4096 1.05 /
+    # 0.88, 1536x1536x4096 1.12 / 0.91; behind elsewhere (1536x3072x8192 0.89 / 0.99, 6144^3 0.99 / 1.00),
+    # which the measured table leaves to the others. cc runs CUTLASS's register-sourced A path.
+    for la_lb in ("rc", "cc"):
+        kernels.append(Kernel("sm90", "tf32", la_lb[0], la_lb[1], (128, 192, 32), (2, 1), "coop", "persistent"))
     # F.linear with a bias, x @ W.T + b (x row-major, W.T column-major: rc), as models call it
     # (pycutlass_gemm.enable() routes it): the persistent kernel with a bias-row epilogue. Only
     # rc: the backward products have no bias, and fp32 is not routed by default.
@@ -336,8 +343,11 @@ def all_kernels():
     # 0.053 (0.96x) against auto's 0.069. Behind 128x256 where that fills the waves (4096^3 0.217 against
     # 0.176, 6144^3 0.567 / 0.563): for problems its tiles fit best (CutlassSm90Gemm::priority). Two
     # warpgroups splitting N instead ran 0.088 (scripts/tuning_kernels.py, "coopsplitn").
-    for la_lb in LAYOUTS:
-        kernels.append(Kernel("sm90", "bf16", la_lb[0], la_lb[1], (192, 192, 64), (2, 1), "coop3wg", "persistent"))
+    # fp16 the same (session 35, from scripts/tuning_kernels.py): H100, x cuBLAS against auto before it
+    # (128x192 c2x1): 3072^3 rc 0.95 / 0.90, cc 0.95 / 0.91, 3072x1536x4096 rc 0.96 / 0.72, 6144^3 cc
+    # 0.98 / 0.97.
+    for dtype, la_lb in itertools.product(["bf16", "f16"], LAYOUTS):
+        kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (192, 192, 64), (2, 1), "coop3wg", "persistent"))
     # bf16 / f16 with A and B 16-byte aligned and D not (an odd N with B column-major: x @ W.T onto a
     # vocabulary of 50257; or an output view): TMA loads, the epilogue stores D from registers. Only
     # B column-major: with B row-major an odd N leaves B unaligned too.

@@ -178,23 +178,6 @@ def candidates():
             ("f16", "cr", (128, 256, 64), (2, 1), "persistent"), ("bf16", "cc", (128, 192, 64), (2, 1), "persistent"),
             ("bf16", "rc", (128, 128, 64), (1, 2), "persistent"), ("bf16", "rr", (128, 128, 64), (1, 1), "streamk"),
             ("tf32", "rc", (128, 256, 32), (2, 1), "persistent"), ("tf32", "cr", (256, 128, 32), (1, 2), "persistent")]
-    ] + [  # between the octaves (3072^3: 288 tiles of 128x256 for 132 SMs): tf32 rc on 128x192 tiles (384, 2.9
-        # waves), and the bf16 192x192 three-warpgroup tile for fp16. Right (27 GPU tests) and ahead where their
-        # tiles fit: to register with a re-sweep of their classes (tf32 rc, fp16 rc / cc). H100, session 34,
-        # x cuBLAS against what auto runs (same run): tf32 rc 3072^3 1.04 (0.156 ms) / 0.86 (stream-K 128x256),
-        # 3072x3072x4096 1.05 / 0.88, 1536x1536x4096 1.12 / 0.91, but 1536x3072x8192 0.89 / 0.99, 4096x3072x4096
-        # 0.98 / 1.00, 6144^3 0.99 / 1.00; fp16 3wg 3072^3 rc 0.95 / 0.90, cc 0.95 / 0.91 (128x192), 3072x1536x4096
-        # rc 0.96 / 0.72, 6144^3 cc 0.98 / 0.97
-        Kernel("sm90", "tf32", "r", "c", (128, 192, 32), (2, 1), "coop", "persistent"),
-    ] + [
-        Kernel("sm90", "f16", la_lb[0], la_lb[1], (192, 192, 64), (2, 1), "coop3wg", "persistent") for la_lb in ("rc", "cc")
-    ] + [  # ... and their twins, compiled (4 mainloop stages, 168 / 128 registers, no spills) but not yet run on a
-        # GPU: tf32 cc on 128x192 (3072^3 cc 0.97x on stream-K 128x256 with the session-34 table; CUTLASS's
-        # register-sourced A path), fp16 rr / cr on 192x192 (3072^3 0.95 / 0.94x on 128x192, where bf16's
-        # 192x192 runs 0.97x)
-        Kernel("sm90", "tf32", "c", "c", (128, 192, 32), (2, 1), "coop", "persistent"),
-    ] + [
-        Kernel("sm90", "f16", la_lb[0], la_lb[1], (192, 192, 64), (2, 1), "coop3wg", "persistent") for la_lb in ("rr", "cr")
     ] + [  # tf32x3 with the layouts' other mainloop (all_kernels: A split in registers or in shared memory)
         Kernel("sm90", "tf32x3", la_lb[0], la_lb[1], (128, 128, 32), (1, 1),
                {"rr": "cooptrunc", "rc": "cooptrunc", "cr": "coop", "cc": "coopregistera"}[la_lb], scheduler, promote=1)
