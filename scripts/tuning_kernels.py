@@ -178,6 +178,16 @@ def candidates():
             ("f16", "cr", (128, 256, 64), (2, 1), "persistent"), ("bf16", "cc", (128, 192, 64), (2, 1), "persistent"),
             ("bf16", "rc", (128, 128, 64), (1, 2), "persistent"), ("bf16", "rr", (128, 128, 64), (1, 1), "streamk"),
             ("tf32", "rc", (128, 256, 32), (2, 1), "persistent"), ("tf32", "cr", (256, 128, 32), (1, 2), "persistent")]
+    ] + [  # bf16 parity on big shapes (issue 10) with one warpgroup a tile (ping-pong: one warpgroup's epilogue
+        # under the other's mainloop; ncu, session 35: the cooperative 128x256's consumers stall on barriers
+        # 1.4-4x as often as cuBLAS's nvjet kernels, which take 2.5-6% fewer cycles at locked clocks). Right (GPU
+        # tests) and slower everywhere. H100, x cuBLAS, 128x128 c2x1 / 128x128 c1x2 / 64x256 c2x1 against the
+        # registered cooperative 128x256 c2x1: 4096^3 rr 0.85 / 0.79 / 0.81 (0.99), rc 0.85 / 0.79 / 0.80 (0.99),
+        # 8192^3 rr 0.92 / 0.86 / 0.85 (1.01), 8192x14336x4096 rc 0.84 / 0.96 / 0.83 (0.97), 6144^3 rc 0.78 /
+        # 0.76 / 0.75 (0.99), 2048^3 rr 0.91 / 0.82 / 0.85 (0.97), 8192x4096x14336 rr 0.88 / 0.80 / 0.75 (0.99)
+        Kernel("sm90", "bf16", la_lb[0], la_lb[1], tile, cluster, "pingpong", "persistent")
+        for la_lb in ("rr", "rc") for tile, cluster in (((128, 128, 64), (2, 1)), ((128, 128, 64), (1, 2)),
+                                                      ((64, 256, 64), (2, 1)))
     ] + [  # tf32x3 with the layouts' other mainloop (all_kernels: A split in registers or in shared memory)
         Kernel("sm90", "tf32x3", la_lb[0], la_lb[1], (128, 128, 32), (1, 1),
                {"rr": "cooptrunc", "rc": "cooptrunc", "cr": "coop", "cc": "coopregistera"}[la_lb], scheduler, promote=1)
