@@ -59,6 +59,8 @@ SCHEDULE = {  # short name: (mainloop schedule, epilogue schedule, words)
     "coop3wg": ("KernelTmaWarpSpecializedCooperative3WG", "cutlass::epilogue::TmaWarpSpecializedCooperative",
                 "cooperative, three warpgroups along M"),
 }
+# The constants cute/numeric/integral_constant.hpp names _N (a tile of 320 is cute::Int<320>)
+CUTE_NAMED = set(range(11)) | {12, 16, 24} | set(range(32, 257, 8)) | {384, 512}
 SCHEDULER = {"persistent": "cutlass::gemm::PersistentScheduler", "streamk": "cutlass::gemm::StreamKScheduler",
              "splitk": "SplitKParallelScheduler"}
 # Auto dispatch: large-tile persistent first (it ranks itself at 80, below stream-K, on
@@ -194,7 +196,8 @@ class Kernel:
             truncated = "true" if self.schedule != "coop" else "false"
             register_a = "true" if self.schedule == "coopregistera" else "false"
             mainloop = f"KernelTmaWarpSpecializedCooperativeTf32x3<{self.promote}, {truncated}, {register_a}>"
-        shape = lambda xs: "cute::Shape<" + ", ".join(f"cute::_{x}" for x in xs) + ">"
+        shape = lambda xs: "cute::Shape<" + ", ".join(f"cute::_{x}" if x in CUTE_NAMED else f"cute::Int<{x}>"
+                                                      for x in xs) + ">"
         return (f"CutlassSm90Gemm<{ELEMENT[self.dtype]}, {LAYOUT[self.layout_a]}, {LAYOUT[self.layout_b]},\n"
                 f"    {shape(self.tile)}, {shape(self.cluster + (1,))},\n"
                 f"    {mainloop}, {epilogue},\n"

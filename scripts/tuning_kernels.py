@@ -188,6 +188,13 @@ def candidates():
         Kernel("sm90", "bf16", la_lb[0], la_lb[1], tile, cluster, "pingpong", "persistent")
         for la_lb in ("rr", "rc") for tile, cluster in (((128, 128, 64), (2, 1)), ((128, 128, 64), (1, 2)),
                                                       ((64, 256, 64), (2, 1)))
+    ] + [  # bf16 128x320 tiles in clusters of 2x1 (cuBLAS runs 320x128 at 8192x14336x4096 rc in its column-major
+        # terms, nvjet_sm90_tst_320x128_64x3_1x2: 128x256 tiles leave that problem's last wave 15% full, 3584
+        # tiles for 132 SMs, 128x320 ones 82%, 2880). Right (GPU tests), and slower everywhere: the wgmmas are
+        # 64x160 (N = 320 takes two), 3 mainloop stages. H100, x cuBLAS against 128x256 c2x1's (same run):
+        # 8192x14336x4096 rc 0.83 (0.97), rr 0.86 (0.97), 4096x14336x4096 rc 0.91 (0.98), 8192x28672x4096 rc
+        # 0.89 (0.98), 8192x4096x14336 rr 0.87 (0.99), 4096^3 rc 0.73 (0.99), 8192^3 rr 0.93 (1.02)
+        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 320, 64), (2, 1), "coop", "persistent") for la_lb in ("rc", "rr")
     ] + [  # tf32x3 with the layouts' other mainloop (all_kernels: A split in registers or in shared memory)
         Kernel("sm90", "tf32x3", la_lb[0], la_lb[1], (128, 128, 32), (1, 1),
                {"rr": "cooptrunc", "rc": "cooptrunc", "cr": "coop", "cc": "coopregistera"}[la_lb], scheduler, promote=1)
