@@ -95,7 +95,23 @@ class CutlassSm90Gemm : public GemmKernel {
   static constexpr bool kAnyOutput = std::is_same_v<EpilogueSchedule_, cutlass::epilogue::NoSmemWarpSpecialized>;
   // CUTLASS's cooperative TMA epilogue with its store() written out by hand (sm90_lean_tma_epilogue.cuh).
   static constexpr bool kLeanStore = std::is_same_v<EpilogueSchedule_, sm90_detail::TmaWarpSpecializedCooperativeLeanStore>;
-  using EpilogueSchedule = std::conditional_t<kLeanStore, cutlass::epilogue::TmaWarpSpecializedCooperative,
+  // Each subtile's TMA store issued one subtile later (CUTLASS's DelayTmaStore, which its builder sets only
+  // without a C; sm90_collectives.cuh, kDelayStore): the consumers convert the next subtile while the
+  // barrier before a store drains. For the 16-bit persistent kernels of 128x256 tiles and of three
+  // warpgroups, where it was measured (H100, session 35, ms against the builder's epilogue, two runs):
+  // 8192x14336x4096 rc bf16 1.260 / 1.247 against 1.266 / 1.252, fp16 1.379 / 1.379 against 1.397 /
+  // 1.383; 8192^3 rr bf16 1.396 / 1.383 against 1.399 / 1.385; 3wg at 8192x14336x4096 rc bf16 1.278 /
+  // 1.268 against 1.285 / 1.275; 4096^3, 3072^3 and 3072x1536x4096 equal. And for the tuning
+  // candidates that ask for it (the epilogue schedule TmaWarpSpecializedCooperativeDelayStore).
+  static constexpr bool kThreeWarpgroups = std::is_same_v<MainloopSchedule_, KernelTmaWarpSpecializedCooperative3WG>;
+  static constexpr bool kMeasuredDelayStore =
+      sizeof(Element) == 2 && std::is_same_v<TileScheduler_, cutlass::gemm::PersistentScheduler> && !kBias &&
+      std::is_same_v<EpilogueSchedule_, cutlass::epilogue::TmaWarpSpecializedCooperative> &&
+      (kThreeWarpgroups || (std::is_same_v<MainloopSchedule_, cutlass::gemm::KernelTmaWarpSpecializedCooperative> &&
+                            cute::size<0>(TileShape_{}) == 128 && cute::size<1>(TileShape_{}) == 256));
+  static constexpr bool kDelayStore =
+      kMeasuredDelayStore || std::is_same_v<EpilogueSchedule_, sm90_detail::TmaWarpSpecializedCooperativeDelayStore>;
+  using EpilogueSchedule = std::conditional_t<kLeanStore || kDelayStore, cutlass::epilogue::TmaWarpSpecializedCooperative,
                                               EpilogueSchedule_>;
   // A TMA epilogue (D, and C, 16-byte aligned) also behind the any-alignment mainloops: odd K
   // leaves A's rows unaligned while D's rows (N) may be aligned.
@@ -127,10 +143,16 @@ class CutlassSm90Gemm : public GemmKernel {
   static constexpr bool kFp32Subtiles =
       std::is_same_v<Element, float> && !kSplitK && !kBias &&
       std::is_same_v<EpilogueSchedule, cutlass::epilogue::TmaWarpSpecializedCooperative>;
+  // With delayed stores the subtiles of the epilogue they delay: the builder's (128 x 32), or the three
+  // warpgroups' (192 x 16 over 384 threads).
   using CutlassEpilogue = typename std::conditional_t<
-      kFp32Subtiles,
+      kFp32Subtiles || kDelayStore,
       sm90_detail::SubtileTmaEpilogue<TileShape, ElementSource, LayoutC, ElementOut, LayoutD, FusionOp,
-                                      2 * cutlass::NumThreadsPerWarpGroup, sm90_detail::kFp32EpilogueN>,
+                                      (kThreeWarpgroups ? 3 : 2) * cutlass::NumThreadsPerWarpGroup,
+                                      kFp32Subtiles      ? sm90_detail::kFp32EpilogueN
+                                      : kThreeWarpgroups ? sm90_detail::k3WGEpilogueN
+                                                         : sm90_detail::kBuilderCooperativeEpilogueN,
+                                      kDelayStore>,
       sm90_detail::Epilogue<TileShape, ClusterShape, ElementSource, LayoutC,  // C
                             ElementOut, LayoutD,                               // D
                             kKernelOutputAlignment, EpilogueSchedule, FusionOp, MainloopSchedule_>>::type;

@@ -372,7 +372,10 @@ inline constexpr int k3WGEpilogueN = 16;
 // 2.3e-2, the size right values in wrong places give), where the bf16 256x128 kernels on the
 // builder's 128-row subtiles were right; on 128-row ones it matches float64 as cuBLAS tf32 does
 // (5.5e-5 at 2048x4096x8192, session 32) and is registered.
-template <class TileShape, class ElementC_, class ElementD, int kThreads, int kSubtileN>
+// kDelayStore: each subtile's TMA store issued after the next subtile's registers are converted, as
+// CUTLASS's builder does only without a C (DelayTmaStore; allowed with C and D sharing more stages than
+// stores in flight). A tuning candidate (TmaWarpSpecializedCooperativeDelayStore).
+template <class TileShape, class ElementC_, class ElementD, int kThreads, int kSubtileN, bool kDelayStore = false>
 struct SubtileEpiloguePolicy {
   using ElementC = std::conditional_t<std::is_void_v<ElementC_>, ElementD, ElementC_>;
   static constexpr int kSubtileM =
@@ -383,7 +386,7 @@ struct SubtileEpiloguePolicy {
   static constexpr int kEpiTiles = cute::size<0>(TileShape{}) / kSubtileM * (cute::size<1>(TileShape{}) / kSubtileN);
   static constexpr bool kReuseSmem = !std::is_void_v<ElementC_> && cute::sizeof_bits_v<ElementC> ==
                                          cute::sizeof_bits_v<ElementD> && cute::sizeof_bits_v<ElementD> > 8;
-  static constexpr bool kDelayTmaStore = std::is_void_v<ElementC_>;
+  static constexpr bool kDelayTmaStore = std::is_void_v<ElementC_> || kDelayStore;
   static constexpr int kStagesD = cute::min(kEpiTiles, 2);
   static constexpr int kStagesC = kReuseSmem ? cute::max(cute::min(kEpiTiles, 4), kStagesD + 1) : cute::min(kEpiTiles, 4);
   static constexpr int kFragmentSize = cute::size(EpilogueTile{}) / kThreads;
@@ -393,13 +396,18 @@ struct SubtileEpiloguePolicy {
 // CUTLASS's TMA epilogue put together as its builder does, for subtiles of SubtileEpiloguePolicy's
 // rows by kSubtileN columns shared by kThreads consumer threads.
 template <class TileShape, class ElementC_, class LayoutC, class ElementD, class LayoutD, class FusionOp, int kThreads,
-          int kSubtileN>
+          int kSubtileN, bool kDelayStore = false>
 struct SubtileTmaEpilogue
-    : HandBuiltTmaEpilogue<TileShape,
-                           typename SubtileEpiloguePolicy<TileShape, ElementC_, ElementD, kThreads, kSubtileN>::EpilogueTile,
-                           typename SubtileEpiloguePolicy<TileShape, ElementC_, ElementD, kThreads, kSubtileN>::EpilogueTile,
-                           typename SubtileEpiloguePolicy<TileShape, ElementC_, ElementD, kThreads, kSubtileN>::type,
-                           ElementC_, LayoutC, ElementD, LayoutD, FusionOp> {};
+    : HandBuiltTmaEpilogue<
+          TileShape, typename SubtileEpiloguePolicy<TileShape, ElementC_, ElementD, kThreads, kSubtileN>::EpilogueTile,
+          typename SubtileEpiloguePolicy<TileShape, ElementC_, ElementD, kThreads, kSubtileN>::EpilogueTile,
+          typename SubtileEpiloguePolicy<TileShape, ElementC_, ElementD, kThreads, kSubtileN, kDelayStore>::type,
+          ElementC_, LayoutC, ElementD, LayoutD, FusionOp> {};
+
+// The epilogue schedule tag of the delayed-store candidate: CUTLASS's cooperative epilogue for 16-bit C and
+// D as its builder makes it (128 x 32 subtiles, 4 shared stages, 2 stores in flight), stores delayed.
+struct TmaWarpSpecializedCooperativeDelayStore {};
+inline constexpr int kBuilderCooperativeEpilogueN = 32;
 
 template <class TileShape, class ClusterShape, class ElementC_, class LayoutC, class ElementD, class LayoutD,
           int kOutputAlignment, class FusionOp>

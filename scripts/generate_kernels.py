@@ -104,6 +104,8 @@ class Kernel:
     any_output: bool = False        # sm90 only: C and D at any alignment (no-smem epilogue), A and B by TMA
     lean_store: bool = False        # sm90 cooperative (bf16, f16, tf32): the TMA epilogue's store() written out by hand
                                     # (cpp/sm90_lean_tma_epilogue.cuh: a unit compiles faster)
+    delay_store: bool = False       # sm90 cooperative 16-bit: each TMA store issued one subtile later (tuning; the
+                                    # 128x256 and 192x192 persistent kernels always delay: cutlass_sm90_gemm.cuh)
 
     @property
     def priority(self):
@@ -142,8 +144,9 @@ class Kernel:
         promote = f"_p{self.promote}" if self.promote else ""
         out = "_anyout" if self.any_output else ""
         lean = "_leanstore" if self.lean_store else ""
+        delay = "_delaystore" if self.delay_store else ""
         return (f"sm90_{self.dtype}_{self.layout_a}{self.layout_b}_{t}_c{c}_{self.schedule}_{self.scheduler}"
-                f"{swap}{bias}{promote}{out}{lean}")
+                f"{swap}{bias}{promote}{out}{lean}{delay}")
 
     @property
     def filename(self):
@@ -170,6 +173,7 @@ class Kernel:
         words += " (as D^T = B^T A^T)" if self.transposed else ""
         words += ", C and D at any alignment (stored from registers)" if self.any_output else ""
         words += ", hand-written TMA store" if self.lean_store else ""
+        words += ", TMA stores delayed a subtile" if self.delay_store else ""
         return words + (" + bias row" if self.bias else "")
 
     @property
@@ -190,6 +194,10 @@ class Kernel:
                 and not (self.any_output or self.bias or self.transposed), \
                 "the hand-written store: the cooperative TMA epilogue with a C and a row-major D"
             epilogue = "sm90_detail::TmaWarpSpecializedCooperativeLeanStore"
+        if self.delay_store:
+            assert self.schedule in ("coop", "coop3wg") and self.dtype in ("bf16", "f16") and self.scheduler != "splitk" \
+                and not (self.any_output or self.bias or self.lean_store), "the delayed store: 16-bit C and D by TMA"
+            epilogue = "sm90_detail::TmaWarpSpecializedCooperativeDelayStore"
         if self.dtype == "tf32x3":  # the cooperative schedule with the tf32x3 mainloop
             assert self.schedule in ("coop", "cooptrunc", "coopregistera"), "tf32x3 has cooperative mainloops only"
             assert self.promote > 0, "tf32x3 sums in fp32 every `promote` k tiles (the tensor cores' sums truncate)"
