@@ -374,7 +374,8 @@ inline constexpr int k3WGEpilogueN = 16;
 // (5.5e-5 at 2048x4096x8192, session 32) and is registered.
 // kDelayStore: each subtile's TMA store issued after the next subtile's registers are converted, as
 // CUTLASS's builder does only without a C (DelayTmaStore; allowed with C and D sharing more stages than
-// stores in flight). A tuning candidate (TmaWarpSpecializedCooperativeDelayStore).
+// stores in flight). The 16-bit persistent 128x256 and 192x192 kernels delay (cutlass_sm90_gemm.cuh,
+// kMeasuredDelayStore); other tiles are tuning candidates (TmaWarpSpecializedCooperativeDelayStore).
 template <class TileShape, class ElementC_, class ElementD, int kThreads, int kSubtileN, bool kDelayStore = false>
 struct SubtileEpiloguePolicy {
   using ElementC = std::conditional_t<std::is_void_v<ElementC_>, ElementD, ElementC_>;
@@ -404,7 +405,7 @@ struct SubtileTmaEpilogue
           typename SubtileEpiloguePolicy<TileShape, ElementC_, ElementD, kThreads, kSubtileN, kDelayStore>::type,
           ElementC_, LayoutC, ElementD, LayoutD, FusionOp> {};
 
-// The epilogue schedule tag of the delayed-store candidate: CUTLASS's cooperative epilogue for 16-bit C and
+// The epilogue schedule tag of the delayed-store candidates: CUTLASS's cooperative epilogue for 16-bit C and
 // D as its builder makes it (128 x 32 subtiles, 4 shared stages, 2 stores in flight), stores delayed.
 struct TmaWarpSpecializedCooperativeDelayStore {};
 inline constexpr int kBuilderCooperativeEpilogueN = 32;
