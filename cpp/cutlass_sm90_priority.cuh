@@ -156,7 +156,7 @@ class Sm90Priority {
   // against 0.082; 3072x1536x4096 cr: 128 tiles, one wave, 0.053 against 0.069): first there (ahead
   // of kWaveFillTransposed's 103), behind the others elsewhere (per flop it is behind 128x256:
   // 4096^3 0.217 ms against 0.176; 6144^3 0.567 against 0.563).
-  static constexpr bool kThreeWarpgroups = std::is_same_v<MainloopSchedule, KernelTmaWarpSpecializedCooperative3WG>;
+  static constexpr bool kThreeWarpgroups = Gemm::kThreeWarpgroups;
   static constexpr int kThreeWarpgroupsPriority = 104;
 
   // The kernel's priority for p; `registered`: the one it was registered with (KernelInfo).
