@@ -97,18 +97,22 @@ class CutlassSm90Gemm : public GemmKernel {
   static constexpr bool kLeanStore = std::is_same_v<EpilogueSchedule_, sm90_detail::TmaWarpSpecializedCooperativeLeanStore>;
   // Each subtile's TMA store issued one subtile later (CUTLASS's DelayTmaStore, which its builder sets only
   // without a C; sm90_collectives.cuh, kDelayStore): the consumers convert the next subtile while the
-  // barrier before a store drains. For the 16-bit persistent kernels of 128x256 tiles and of three
-  // warpgroups, where it was measured (H100, session 35, ms against the builder's epilogue, two runs):
-  // 8192x14336x4096 rc bf16 1.260 / 1.247 against 1.266 / 1.252, fp16 1.379 / 1.379 against 1.397 /
-  // 1.383; 8192^3 rr bf16 1.396 / 1.383 against 1.399 / 1.385; 3wg at 8192x14336x4096 rc bf16 1.278 /
-  // 1.268 against 1.285 / 1.275; 4096^3, 3072^3 and 3072x1536x4096 equal. And for the tuning
-  // candidates that ask for it (the epilogue schedule TmaWarpSpecializedCooperativeDelayStore).
+  // barrier before a store drains. For the 16-bit persistent kernels of CUTLASS's cooperative TMA
+  // mainloop (D row-major) and of three warpgroups, where it was measured (H100, session 35, ms against
+  // the builder's epilogue, two runs): 128x256 at 8192x14336x4096 rc bf16 1.260 / 1.247 against 1.266 /
+  // 1.252, fp16 1.379 / 1.379 against 1.397 / 1.383; 8192^3 rr bf16 1.396 / 1.383 against 1.399 / 1.385;
+  // 3wg at 8192x14336x4096 rc bf16 1.278 / 1.268 against 1.285 / 1.275; 128x192 c2x1 at 4096x1536x4096 rc
+  // 0.072 / 0.072 against 0.073 / 0.073; 128x128 c1x2 at 4096x1536x4096 0.076 / 0.077 against 0.077 /
+  // 0.077; 128x64 c1x2 at 1024x1024x4096 rr 0.022 / 0.023 against 0.023 / 0.023; 4096^3, 3072^3 and
+  // 3072x1536x4096 equal: never slower. 128x64 in clusters of 1x1 and 1x4 follow 128x64 c1x2 (session
+  // 36's full build, delayed: 32 x (1024x64x1024) rr 0.035 ms, 128x4096x4096 rc 0.021, as before). Not
+  // for stream-K (equal there) nor split-K (fp32 partials). And for the tuning candidates that ask for
+  // it (the epilogue schedule TmaWarpSpecializedCooperativeDelayStore).
   static constexpr bool kThreeWarpgroups = std::is_same_v<MainloopSchedule_, KernelTmaWarpSpecializedCooperative3WG>;
   static constexpr bool kMeasuredDelayStore =
       sizeof(Element) == 2 && std::is_same_v<TileScheduler_, cutlass::gemm::PersistentScheduler> && !kBias &&
-      std::is_same_v<EpilogueSchedule_, cutlass::epilogue::TmaWarpSpecializedCooperative> &&
-      (kThreeWarpgroups || (std::is_same_v<MainloopSchedule_, cutlass::gemm::KernelTmaWarpSpecializedCooperative> &&
-                            cute::size<0>(TileShape_{}) == 128 && cute::size<1>(TileShape_{}) == 256));
+      !kTransposed && std::is_same_v<EpilogueSchedule_, cutlass::epilogue::TmaWarpSpecializedCooperative> &&
+      (kThreeWarpgroups || std::is_same_v<MainloopSchedule_, cutlass::gemm::KernelTmaWarpSpecializedCooperative>);
   static constexpr bool kDelayStore =
       kMeasuredDelayStore || std::is_same_v<EpilogueSchedule_, sm90_detail::TmaWarpSpecializedCooperativeDelayStore>;
   using EpilogueSchedule = std::conditional_t<kLeanStore || kDelayStore, cutlass::epilogue::TmaWarpSpecializedCooperative,

@@ -374,8 +374,8 @@ inline constexpr int k3WGEpilogueN = 16;
 // (5.5e-5 at 2048x4096x8192, session 32) and is registered.
 // kDelayStore: each subtile's TMA store issued after the next subtile's registers are converted, as
 // CUTLASS's builder does only without a C (DelayTmaStore; allowed with C and D sharing more stages than
-// stores in flight). The 16-bit persistent 128x256 and 192x192 kernels delay (cutlass_sm90_gemm.cuh,
-// kMeasuredDelayStore); other tiles are tuning candidates (TmaWarpSpecializedCooperativeDelayStore).
+// stores in flight). The 16-bit persistent cooperative kernels delay (cutlass_sm90_gemm.cuh,
+// kMeasuredDelayStore); stream-K ones are tuning candidates (TmaWarpSpecializedCooperativeDelayStore).
 template <class TileShape, class ElementC_, class ElementD, int kThreads, int kSubtileN, bool kDelayStore = false>
 struct SubtileEpiloguePolicy {
   using ElementC = std::conditional_t<std::is_void_v<ElementC_>, ElementD, ElementC_>;

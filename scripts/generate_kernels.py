@@ -105,7 +105,7 @@ class Kernel:
     lean_store: bool = False        # sm90 cooperative (bf16, f16, tf32): the TMA epilogue's store() written out by hand
                                     # (cpp/sm90_lean_tma_epilogue.cuh: a unit compiles faster)
     delay_store: bool = False       # sm90 cooperative 16-bit: each TMA store issued one subtile later (tuning; the
-                                    # 128x256 and 192x192 persistent kernels always delay: cutlass_sm90_gemm.cuh)
+                                    # persistent kernels always delay: cutlass_sm90_gemm.cuh, kMeasuredDelayStore)
 
     @property
     def priority(self):

@@ -196,18 +196,11 @@ def candidates():
         # 0.89 (0.98), 8192x4096x14336 rr 0.87 (0.99), 4096^3 rc 0.73 (0.99), 8192^3 rr 0.93 (1.02)
         Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 320, 64), (2, 1), "coop", "persistent") for la_lb in ("rc", "rr")
     ] + [  # the builder's cooperative epilogue with each TMA store issued one subtile later (CUTLASS's DelayTmaStore,
-        # which its builder sets only without a C), on the tiles the package does not delay (cpp/cutlass_sm90_gemm.cuh,
-        # kMeasuredDelayStore: 128x256 and 192x192, measured there). Right (GPU tests), equal or ahead by a digit
-        # of the bench's three, H100, ms, two runs, against the same tile undelayed: 128x192 c2x1 3072^3 rc 0.083 /
-        # 0.083 (0.084 / 0.083), 4096x1536x4096 rc 0.072 / 0.072 (0.073 / 0.073); 128x128 c1x2 1024x2048x4096 rc
-        # 0.031 / 0.031 (0.031 / 0.032), 4096x1536x4096 0.076 / 0.077 (0.077 / 0.077); 128x64 c1x2 1024x1024x4096
-        # rr 0.022 / 0.023 (0.023 / 0.023); stream-K 128x128 equal (256x256x8192 0.021, 512x512x8192 0.028). To
-        # adopt with a re-sweep of the classes they run
-        Kernel("sm90", "bf16", la_lb[0], la_lb[1], tile, cluster, "coop", scheduler, delay_store=True)
-        for la_lb, tile, cluster, scheduler in [("rc", (128, 192, 64), (2, 1), "persistent"),
-                                                ("rc", (128, 128, 64), (1, 2), "persistent"),
-                                                ("rr", (128, 64, 64), (1, 2), "persistent"),
-                                                ("rr", (128, 128, 64), (1, 1), "streamk")]
+        # which its builder sets only without a C) on stream-K 128x128: right (GPU tests), equal to the undelayed
+        # kernel (H100, session 35: 256x256x8192 rr 0.021 ms, 512x512x8192 0.028). The persistent 16-bit kernels
+        # delay (cpp/cutlass_sm90_gemm.cuh, kMeasuredDelayStore: 128x256, 192x192, and since session 36 128x192
+        # c2x1, 128x128 c1x2 and 128x64 c1x2, measured as candidates: equal or ahead by a digit of the bench's three)
+        Kernel("sm90", "bf16", "r", "r", (128, 128, 64), (1, 1), "coop", "streamk", delay_store=True)
     ] + [  # tf32x3 with the layouts' other mainloop (all_kernels: A split in registers or in shared memory)
         Kernel("sm90", "tf32x3", la_lb[0], la_lb[1], (128, 128, 32), (1, 1),
                {"rr": "cooptrunc", "rc": "cooptrunc", "cr": "coop", "cc": "coopregistera"}[la_lb], scheduler, promote=1)
