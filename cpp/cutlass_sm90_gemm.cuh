@@ -180,6 +180,28 @@ class CutlassSm90Gemm : public GemmKernel {
   static constexpr int kTileM = cute::size<0>(TileShape{});
   static constexpr int kTileN = cute::size<1>(TileShape{});
 
+  // Launched as a programmatic dependent of the kernel before it on the stream (PDL; gemm_problem.h,
+  // programmatic_launch_allowed): the CTAs are scheduled as that kernel's last ones exit and set up
+  // (barriers, TMA descriptor prefetch) while it drains. Safe where every warp that reads global memory
+  // waits for the kernel before to complete first (griddepcontrol.wait, compiled in where the unit
+  // defines CUTLASS_ENABLE_GDC_FOR_SM90: scripts/generate_kernels.py, every SM90 unit but stream-K's,
+  // whose CUTLASS scheduler does not compile with it): CUTLASS's TMA warp-specialized cooperative kernel and
+  // the three-warpgroup copy of it wait in the mainloop's and the epilogue's producer warps, and the
+  // consumers write D (or split-K's partials) only from what those loaded. Not the cp.async kernels (any
+  // alignment: four producer warps load without the wait) nor stream-K (its reduction reads flags in a
+  // workspace zeroed just before the launch). H100 (session 36, two machines), bf16 products back to back
+  // on one stream (operand sets cycled past L2), us a call, plain / programmatic: 1024x1024x4096 rr 21.4 /
+  // 19.1 and 20.1 / 19.3, 1024x2048x4096 rc 28.7 / 26.6 and 27.6 / 26.7, 3072^3 rc (three warpgroups)
+  // 83.6 / 82.1, 128x4096x4096 rc 18.5 / 16.8, 256x256x131072 rr (split-K and its pass) 57.2 / 54.3;
+  // 2048^3 and 4096^3 within the noise (~1 us). A kernel timed alone is unchanged.
+  using KernelSchedule = typename CollectiveMainloop::DispatchPolicy::Schedule;
+  static constexpr bool kProgrammaticLaunch =
+      !kStreamK && (std::is_base_of_v<cutlass::gemm::KernelTmaWarpSpecializedCooperative, KernelSchedule> ||
+                    std::is_same_v<KernelSchedule, KernelTmaWarpSpecializedCooperative3WG>);
+#ifndef CUTLASS_ENABLE_GDC_FOR_SM90
+  static_assert(!kProgrammaticLaunch, "launched as a programmatic dependent, the kernel must be built to wait");
+#endif
+
   CutlassSm90Gemm(const char* name, const char* tile, int priority)
       : info_{name,
               "cutlass_sm90",
@@ -291,12 +313,14 @@ class CutlassSm90Gemm : public GemmKernel {
     config.blockDim = GemmKernelType::get_block_shape();
     config.dynamicSmemBytes = GemmKernelType::SharedStorageSize;
     config.stream = stream;
-    cudaLaunchAttribute cluster[1];
-    cluster[0].id = cudaLaunchAttributeClusterDimension;
-    cluster[0].val.clusterDim = {static_cast<unsigned>(cute::size<0>(ClusterShape{})),
-                                 static_cast<unsigned>(cute::size<1>(ClusterShape{})), 1};
-    config.attrs = cluster;
-    config.numAttrs = 1;
+    cudaLaunchAttribute attrs[2] = {};
+    attrs[0].id = cudaLaunchAttributeClusterDimension;
+    attrs[0].val.clusterDim = {static_cast<unsigned>(cute::size<0>(ClusterShape{})),
+                               static_cast<unsigned>(cute::size<1>(ClusterShape{})), 1};
+    attrs[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attrs[1].val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = attrs;
+    config.numAttrs = kProgrammaticLaunch && programmatic_launch_allowed() ? 2 : 1;
     void* kernel_args[] = {&params};
     check_launch(info_.name.c_str(),
                  cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(cutlass::device_kernel<GemmKernelType>),

@@ -1,6 +1,8 @@
 #include "gemm_problem.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <tuple>
 
@@ -139,6 +141,14 @@ std::string check_common(const KernelInfo& info, const GemmProblem& p) {
              std::to_string(o.alignment) + " elements";
   }
   return "";
+}
+
+bool programmatic_launch_allowed() {
+  static const bool allowed = [] {
+    const char* env = std::getenv("PYCUTLASS_GEMM_PDL");
+    return env == nullptr || std::strcmp(env, "0") != 0;
+  }();
+  return allowed;
 }
 
 void check_launch(const char* kernel_name) { check_launch(kernel_name, static_cast<int>(cudaGetLastError())); }

@@ -125,4 +125,11 @@ void check_launch(const char* kernel_name);
 // header is not included), which is cleared first so that the context stays usable.
 void check_launch(const char* kernel_name, int launch_error);
 
+// Whether a kernel may be launched as a programmatic dependent of the kernel before it on the
+// stream (PDL, sm_90): its blocks are scheduled as that kernel's last blocks exit, run their set-up,
+// and wait (griddepcontrol.wait) for it to complete before they touch global memory. Used by the
+// split-K pass after its product and by the SM90 CUTLASS kernels whose loading warps wait
+// (CutlassSm90Gemm::kProgrammaticLaunch). PYCUTLASS_GEMM_PDL=0 launches them all plainly; read once.
+bool programmatic_launch_allowed();
+
 }  // namespace pycutlass_gemm

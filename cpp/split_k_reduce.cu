@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 #include "strided_gemm.cuh"
@@ -84,18 +82,14 @@ __global__ void __launch_bounds__(kLanes * kGroups)
 // 1024 x 1024 with 8 16.5 / 10.3 / 8.7; 4 x 16 with 32 2.6 / 2.7 / 3.6.
 int choose_groups(int slices, int64_t packs) { return slices >= 32 ? 8 : packs >= 65536 ? 1 : 4; }
 
-// Launches the reduction on Hopper (sm_90) as a programmatic dependent of
-// the product before it on the stream: its blocks are scheduled as the product's last blocks exit
-// instead of after the product has completed, which takes the launch gap (~1.2 us between the two
-// kernels at 256 x 256 x 131072, notes/measurements.md) out of the call. PYCUTLASS_GEMM_PDL=0 turns
-// it off (a plain launch; the kernel's wait is then a no-op). sm_90 only: that is the build with the
-// wait (sm_90a); other GPUs run the compute_80 PTX, which has none, so they launch plainly.
+// Launches the reduction on Hopper (sm_90) as a programmatic dependent of the product before it on
+// the stream: its blocks are scheduled as the product's last blocks exit instead of after the product
+// has completed, which takes the launch gap (~1.2 us between the two kernels at 256 x 256 x 131072,
+// notes/measurements.md) out of the call. PYCUTLASS_GEMM_PDL=0 turns it off (a plain launch; the
+// kernel's wait is then a no-op; gemm_problem.h). sm_90 only: that is the build with the wait
+// (sm_90a); other GPUs run the compute_80 PTX, which has none, so they launch plainly.
 template <typename Kernel, typename... Args>
 void launch_after_product(const GemmProblem& p, int blocks, int threads, Kernel kernel, Args... args) {
-  static const bool pdl_allowed = [] {
-    const char* env = std::getenv("PYCUTLASS_GEMM_PDL");
-    return env == nullptr || std::strcmp(env, "0") != 0;
-  }();
   cudaLaunchAttribute after_product{};
   after_product.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   after_product.val.programmaticStreamSerializationAllowed = 1;
@@ -104,7 +98,7 @@ void launch_after_product(const GemmProblem& p, int blocks, int threads, Kernel 
   config.blockDim = dim3(threads);
   config.stream = reinterpret_cast<cudaStream_t>(p.stream);
   config.attrs = &after_product;
-  config.numAttrs = pdl_allowed && p.sm == 90 ? 1 : 0;
+  config.numAttrs = programmatic_launch_allowed() && p.sm == 90 ? 1 : 0;
   check_launch("split-K reduction", cudaLaunchKernelEx(&config, kernel, args...));
 }
 

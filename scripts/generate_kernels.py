@@ -216,7 +216,12 @@ class Kernel:
         header = {"simt": "cutlass_simt_gemm.cuh", "sm80": "cutlass_sm80_gemm.cuh"}.get(self.family,
                                                                                      "cutlass_sm90_gemm.cuh")
         args = f'"{self.name}", "{self.description}", {self.priority}'
-        return (f"{MARKER}\n#include \"{header}\"\n\nnamespace pycutlass_gemm {{\n\n"
+        # CUTLASS's SM90 kernels wait for the kernel before them (griddepcontrol) where launched as its
+        # programmatic dependent (CutlassSm90Gemm::kProgrammaticLaunch). Not stream-K: CUTLASS 4.2's
+        # stream-K scheduler does not compile with it (is_last_tile binds a const member to a reference).
+        gdc = ("#define CUTLASS_ENABLE_GDC_FOR_SM90 1  // griddepcontrol in the kernel: cutlass_sm90_gemm.cuh\n"
+               if self.family == "sm90" and self.scheduler != "streamk" else "")
+        return (f"{MARKER}\n{gdc}#include \"{header}\"\n\nnamespace pycutlass_gemm {{\n\n"
                 f"using Kernel_{self.name} = {self.kernel_type};\n\n"
                 f"const GemmKernel* make_{self.name}() {{\n"
                 f"  static const Kernel_{self.name} kernel({args});\n"

@@ -14,7 +14,7 @@ import torch
 import pycutlass_gemm as pg
 from pycutlass_gemm import heuristics
 from conftest import WORKLOADS, dtype_id, gpu, matrix, poisoned, rel, rel_error, tolerance
-from cutlass_cases import cases, cutlass_kernels
+from cutlass_cases import Case, aligned_shape, cases, cutlass_kernels
 from pycutlass_gemm.bench_accuracy import make_operands
 from pycutlass_gemm.bench_timing import torch_matmul_precision
 
@@ -179,6 +179,39 @@ def test_split_k_reduction_after_its_product_matches_a_plain_launch(tmp_path):
         assert err < tolerance(dtype, "ieee", k)
         assert torch.equal(out, plain_out), f"{name}: the reduction after the product and a plain launch differ"
 
+
+
+# Every SM90 kernel on a problem it runs (split-K: long K over few tiles), for the test below.
+BACK_TO_BACK = [Case(kern, *aligned_shape(kern, *((256, 256, 131072) if "_splitk" in kern["name"] else (384, 264, 520))), 0)
+                for kern in cutlass_kernels() if kern["family"] == "cutlass_sm90"]
+
+
+@pytest.mark.parametrize("case", BACK_TO_BACK, ids=[c.id for c in BACK_TO_BACK])
+def test_kernel_waits_for_the_kernel_before_it(case):
+    """Products between other kernels on one stream, nothing synchronized: on sm_90 the SM90 kernels
+    launch as programmatic dependents of the kernel before them (scheduled as its last blocks exit),
+    so each must wait for it before reading its inputs and before writing its output. Each product
+    here reads an A that the kernel just before it wrote (torch.mul, a new scale each time), and
+    overwrites a D that the kernel just before it read (a copy); every copy and the last D must
+    match float64 for their own scale."""
+    needs_device_for(case.kernel)
+    name, m, n, k = case.kernel["name"], case.m, case.n, case.k
+    base = matrix(m, k, case.kernel["layout_a"], case.dtype)
+    a = matrix(m, k, case.kernel["layout_a"], case.dtype)
+    b = matrix(k, n, case.kernel["layout_b"], case.dtype)
+    d = poisoned(m, n, case.dtype)
+    assert pg.can_run(name, a, b, out=d, precision=case.precision) == "", "the case must exercise the kernel"
+    scales, copies = [1.0, -2.0, 0.5, 4.0], []
+    for scale in scales:
+        torch.mul(base, scale, out=a)
+        pg.gemm(a, b, variant=name, out=d, precision=case.precision)
+        copies.append(d.clone())
+        pg.gemm(a, b, alpha=-3.0, variant=name, out=d, precision=case.precision)
+    ref = torch.matmul(base.double(), b.double())
+    tol = tolerance(case.dtype, case.precision, k)
+    errors = [rel(copy, scale * ref) for scale, copy in zip(scales, copies)] + [rel(d, -3.0 * scales[-1] * ref)]
+    print(f"{case.id}: errors vs fp64 {' '.join(f'{e:.1e}' for e in errors)} (tol {tol:.0e})")
+    assert max(errors) < tol, f"{case.id}: a product read or wrote around the kernel before it"
 
 def sgemm(a, b):
     """torch.matmul in IEEE fp32 (cuBLAS SGEMM), whatever torch's TF32 switch says."""
