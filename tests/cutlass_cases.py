@@ -120,11 +120,16 @@ def cutlass_kernels() -> list[dict]:
     return [k for k in pg.kernels() if k["family"].startswith("cutlass")]
 
 
+def splits_k_in_parallel(kern: dict) -> bool:
+    """An SM90 kernel that splits K in parallel: it takes only SPLIT_K_SHAPES-like problems."""
+    return kern["family"] == "cutlass_sm90" and "_splitk" in kern["name"]
+
+
 def cases() -> list[Case]:
     out = []
     for kern in cutlass_kernels():
         layouts = (kern["layout_a"], kern["layout_b"])
-        if kern["family"] == "cutlass_sm90" and "_splitk" in kern["name"]:
+        if splits_k_in_parallel(kern):
             out.append(Case(kern, *WORKLOADS["large_k"][:3], 0))
             out += [Case(kern, *aligned_shape(kern, m, n, k), 0) for m, n, k in SPLIT_K_SHAPES]
             out.append(Case(kern, *aligned_shape(kern, 257, 136, 32768), 8))  # leading dimensions longer than the rows

@@ -14,7 +14,7 @@ import torch
 import pycutlass_gemm as pg
 from pycutlass_gemm import heuristics
 from conftest import WORKLOADS, dtype_id, gpu, matrix, poisoned, rel, rel_error, tolerance
-from cutlass_cases import Case, aligned_shape, cases, cutlass_kernels
+from cutlass_cases import SPLIT_K_SHAPES, Case, aligned_shape, cases, cutlass_kernels, splits_k_in_parallel
 from pycutlass_gemm.bench_accuracy import make_operands
 from pycutlass_gemm.bench_timing import torch_matmul_precision
 
@@ -180,9 +180,8 @@ def test_split_k_reduction_after_its_product_matches_a_plain_launch(tmp_path):
         assert torch.equal(out, plain_out), f"{name}: the reduction after the product and a plain launch differ"
 
 
-
 # Every SM90 kernel on a problem it runs (split-K: long K over few tiles), for the test below.
-BACK_TO_BACK = [Case(kern, *aligned_shape(kern, *((256, 256, 131072) if "_splitk" in kern["name"] else (384, 264, 520))), 0)
+BACK_TO_BACK = [Case(kern, *aligned_shape(kern, *(SPLIT_K_SHAPES[0] if splits_k_in_parallel(kern) else (384, 264, 520))), 0)
                 for kern in cutlass_kernels() if kern["family"] == "cutlass_sm90"]
 
 
@@ -212,6 +211,7 @@ def test_kernel_waits_for_the_kernel_before_it(case):
     errors = [rel(copy, scale * ref) for scale, copy in zip(scales, copies)] + [rel(d, -3.0 * scales[-1] * ref)]
     print(f"{case.id}: errors vs fp64 {' '.join(f'{e:.1e}' for e in errors)} (tol {tol:.0e})")
     assert max(errors) < tol, f"{case.id}: a product read or wrote around the kernel before it"
+
 
 def sgemm(a, b):
     """torch.matmul in IEEE fp32 (cuBLAS SGEMM), whatever torch's TF32 switch says."""
