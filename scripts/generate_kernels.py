@@ -341,9 +341,11 @@ def all_kernels():
     # x @ W.T over 64-128 tokens: the 128x64 tile in clusters of 1x4, A (the tokens) multicast to four
     # N tiles. H100, bf16, ms (x cuBLAS) against 1x2: 64x4096x4096 0.022 (0.99x) / 0.027 (0.81x),
     # 128x4096x4096 0.022 (1.01x) / 0.022, 128x14336x4096 1.08x / 1.06x, 128x11008x4096 1.07x / 1.04x;
-    # behind at 256 tokens (0.72x / 0.93x). bf16 only (the build's 5 minutes); the measured table
-    # chooses it (CutlassSm90Gemm::priority ranks it last by rule).
-    kernels.append(Kernel("sm90", "bf16", "r", "c", (128, 64, 64), (1, 4), "coop", "persistent"))
+    # behind at 256 tokens (0.72x / 0.93x). fp16 the same (session 37, once units of several kernels
+    # made room in the build: fastest at 152 of the 2560 fp16 rc sweep problems, by 3.5% geomean, up to
+    # 1.26x); the measured table chooses it (CutlassSm90Gemm::priority ranks it last by rule).
+    for dtype in ["bf16", "f16"]:
+        kernels.append(Kernel("sm90", dtype, "r", "c", (128, 64, 64), (1, 4), "coop", "persistent"))
     # 128x192 tiles in clusters of 2x1 where 128x256 tiles leave much of the last wave idle and
     # 128x192 ones fill it (cuBLAS runs 192-wide tiles there): H100, bf16, ms (x cuBLAS) against the
     # 128x256 c2x1 auto ran: 3072^3 rr 0.081 (0.95x) / 0.102 (0.76x), rc 0.084 (0.91x) / 0.103
@@ -360,9 +362,10 @@ def all_kernels():
     # runs them there. H100, bf16, ms (x cuBLAS) against the best of 128x256 and 128x192 tiles of D:
     # 3072x1024x4096 cr 0.038 (0.95x) / 0.046 (0.80x), rr 0.041 / 0.047, rc 0.041 / 0.046; 3072x2048x4096
     # cr 0.071 (0.97x) / 0.077; 6144x1024x4096 rr 0.073 (0.96x) / 0.090 (128x128 c1x2: 0.081);
-    # 3072x1024x1024 cr 0.015 / 0.018.
-    for la_lb in ["rr", "rc", "cr"]:
-        kernels.append(Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 192, 64), (2, 1), "coop", "persistent",
+    # 3072x1024x1024 cr 0.015 / 0.018. fp16 the same (session 37: fastest at 158 / 149 / 263 of the fp16
+    # rr / rc / cr sweep problems, by 3.5-3.9% geomean, up to 1.21-1.24x).
+    for dtype, la_lb in itertools.product(["bf16", "f16"], ["rr", "rc", "cr"]):
+        kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 192, 64), (2, 1), "coop", "persistent",
                               swap_ab=True))
     # bf16 192x192 tiles (cuBLAS's at 3072^3 and 6144^3), three consumer warpgroups stacked along M (64 x 192
     # each, the wgmmas of one 128x192 warpgroup; 512 threads: cpp/sm90_three_warpgroup_kernel.cuh): each
@@ -392,24 +395,25 @@ def all_kernels():
     # 4095^3 0.593 (1.53x) against 128x128's 0.670, 4096x50257x1023 2.446 / 2.783 (SM80 2.695); in
     # the sweep of the unaligned classes it was fastest at 77 / 75 / 24 points of bf16 rr / cr / cc
     # (0.84-0.91x there without it), 9 of rc (0.91x) and 55 of f16 rr (0.91x): registered for bf16
-    # rr, cr and f16 rr (the GPU build's 5 minutes; bf16 cc's 29 points lose 10% to 128x128).
+    # rr, cr, cc and f16 rr (bf16 cc since session 37: fastest at 8 of 895 problems of its unaligned
+    # classes, by 11% geomean).
     # These store D from registers (any_output: N = 1001 leaves D unaligned too). Where D is aligned
     # (odd K: A's rows unaligned) the same mainloop with CUTLASS's TMA epilogue: 1000x3000x777 rr
     # 0.033 ms (1.85x) against 0.045, 1000x1000x777 0.021 / 0.026, 96x50256x263 0.031 (1.48x) /
-    # 0.045 (the element-by-element stores took a third of the consumers' time, ncu): for bf16 with
-    # A row-major or both column-major, f16 with A row-major (x @ W and x @ W.T with an odd K), the
+    # 0.045 (the element-by-element stores took a third of the consumers' time, ncu): for bf16 in
+    # every layout, f16 with A row-major (x @ W and x @ W.T with an odd K), the
     # 128x256x32 tile for bf16 rr (4096x4096x4095 0.523 ms against 0.577). Left out for the build's
-    # time, each fastest at few points of the sweep and by little (its runner-up: the SM80 kernel
-    # below, or the any-output twin): f16 cr and cc (20 points each, 7-9% on average), D by TMA for
-    # bf16 cr (an odd M only: 9 points, 7%).
+    # time until session 37, each fastest at few points of the sweep (its runner-up: the SM80 kernel
+    # below, or the any-output twin). Re-swept then: f16 cr any-output fastest at 216 of 3284 problems
+    # of its unaligned classes, by 1.30x geomean (up to 2.9x: D by TMA has no f16 cr twin), f16 cc at 49
+    # of 1059 (1.6%), D by TMA for bf16 cr (an odd M only) at 4 of 145 (0.6%).
     for dtype, la_lb in itertools.product(["bf16", "f16"], LAYOUTS):
-        if dtype == "bf16" or la_lb[0] == "r":
-            kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 128, 64), (1, 1), "coopstaged",
-                                  "persistent", any_output=True))
-        if la_lb in (("rr", "cr") if dtype == "bf16" else ("rr",)):
+        kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 128, 64), (1, 1), "coopstaged",
+                              "persistent", any_output=True))
+        if la_lb in (("rr", "cr", "cc") if dtype == "bf16" else ("rr",)):
             kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 256, 32), (1, 1), "coopstaged",
                                   "persistent", any_output=True))
-        if (dtype == "bf16" and la_lb != "cr") or (dtype == "f16" and la_lb[0] == "r"):
+        if dtype == "bf16" or la_lb[0] == "r":
             kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 128, 64), (1, 1), "coopstaged", "persistent"))
         if dtype == "bf16" and la_lb == "rr":
             kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 256, 32), (1, 1), "coopstaged", "persistent"))
