@@ -57,7 +57,10 @@ class Cutlass2xGemm : public GemmKernel {
   static_assert(!SplitK_::kParallel || std::is_same_v<typename Gemm::ElementC, float>,
                 "parallel split-K keeps the slices' partial sums in D's type: fp32 only");
 
-  explicit Cutlass2xGemm(KernelInfo info) : info_(std::move(info)) {}
+  explicit Cutlass2xGemm(KernelInfo info) : info_(std::move(info)) {
+    info_.tile_m = kTileM;  // one CTA a tile (and a K slice): no waves to fill
+    info_.tile_n = kTileN;
+  }
 
   const KernelInfo& info() const override { return info_; }
 

@@ -215,7 +215,11 @@ class CutlassSm90Gemm : public GemmKernel {
               kAlignment,
               priority,
               kBias,
-              kSplitK ? 1 : kOutputAlignment} {}
+              kSplitK ? 1 : kOutputAlignment} {
+    info_.tile_m = kTransposed ? kTileN : kTileM;
+    info_.tile_n = kTransposed ? kTileM : kTileN;
+    info_.tiles_in_waves = !kStreamK && !kSplitK;
+  }
 
   const KernelInfo& info() const override { return info_; }
 

@@ -80,6 +80,11 @@ struct KernelInfo {
   int priority;          // auto dispatch prefers larger among kernels that can implement a problem
   bool takes_bias_row = false;  // also takes C as a bias row (see has_bias_row), in its epilogue
   int output_alignment = 0;      // elements, for C and D when not `alignment` (0: the same)
+  // The tile of D one CTA computes, in the user's M and N (0: not a tiled kernel), and whether the tiles
+  // run in waves of the SMs (a persistent grid: the last wave's idle SMs cost time; not where K is
+  // split to fill them). The measured table's vote weighs how they fill a problem (heuristics.cpp).
+  int tile_m = 0, tile_n = 0;
+  bool tiles_in_waves = false;
 };
 
 class GemmKernel {

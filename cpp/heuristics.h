@@ -8,7 +8,8 @@
 // kSlowestKept of it (their time over the fastest's). Distances are in octaves (the sum of |log2|
 // ratios of m, n, k and batch). A measured problem takes its point's fastest kernel; another takes
 // the kernel with the least time over the points of its class within kVoteOctaves of its nearest
-// point (geomean of time / fastest, a kernel not kept at a point counted at kSlowestKept); points
+// point (geomean of time / fastest, a kernel not kept at a point counted at kSlowestKept, each
+// point's time carried to the problem by how the kernel's tiles fill it: kTileFillWeight); points
 // with m or n between octaves (1.5 x 2^i) take part only for problems between octaves too. Where
 // that kernel cannot run the problem (a beta it refuses), the next in that order does. A table
 // applies to the GPU model it was measured on (by name; when planning for an architecture without a
@@ -59,8 +60,20 @@ struct MeasuredChoice {
 std::optional<MeasuredChoice> measured_choice(const GemmProblem& p);
 constexpr double kMaxOctaves = 4.0;
 // Between measured points the choice is the kernel with the least time over the points within this
-// many octaves of the nearest one (measured_choice says why).
-constexpr double kVoteOctaves = 1.0;
+// many octaves of the nearest one (measured_choice says why). Over the H100 sweep (32525 points,
+// session 37), each point judged from the others (notes/table-vote-session37.py): 0.5 picks kernels
+// at a geomean of 1.0205x the fastest, within 3% at 87.1% of the points (between octaves 1.0271x,
+// 80.4%), where 1.0 picked 1.0216x, 85.8% (1.0312x, 77.2%); 0.25 and 0.75 within 0.1% of 0.5, and 0
+// (the nearest points alone) 1.0265x: points farther away vote for how tiles fill other waves.
+constexpr double kVoteOctaves = 0.5;
+// How much of a kernel's tile fill (padding, the last wave's idle SMs) at the problem against at a
+// point its vote carries: over the H100 sweep, judged as for kVoteOctaves, 0.3 picks kernels at a
+// geomean of 1.0160x the fastest, within 3% at 90.9% of the points and 10% behind at 3.3% (0 gave
+// 1.0205x, 87.1%, 4.9%; 0.2 and 0.4 within 0.1%; 1, the whole fill, 1.0232x: a tile's time is not
+// its share of the SMs, since fewer tiles each get more memory bandwidth). On 71 model shapes off the
+// sweep's points (H100, bf16, M of 512-8192 tokens, N and K 768-28672) auto ran at 0.898x torch.matmul
+// geomean with it, 0.861x without and 0.844x with kVoteOctaves 1 (notes/measurements.md, session 37).
+constexpr double kTileFillWeight = 0.3;
 // A point keeps the kernels within this factor of its fastest (pycutlass_gemm/heuristics.py's
 // SLOWEST_KEPT, read from here); between points a kernel not kept at one counts this much there.
 // Over the H100 sweep (24006 problems, session 18, before fp16's between octaves), judged at each
