@@ -3,7 +3,9 @@
 // GemmKernel interface.
 //
 // Compile only for sm_90a, with -DNDEBUG (without it ptxas serialises wgmma),
-// one instantiation per translation unit (each takes about a minute and 2-2.6 GB).
+// one instantiation a generated file; the build compiles up to six such files of one family and
+// mainloop as a translation unit (scripts/generate_kernels.py, translation_units(): the types
+// they share are instantiated once; a unit takes 1-2 minutes and up to ~6 GB).
 //
 // Conventions (see gemm_problem.h): A is m x k, B is k x n, D (and C) are m x n
 // row-major; layouts are the user's. CUTLASS's LayoutB tag describes B as k x n,
