@@ -4,7 +4,7 @@
 //
 // Compile only for sm_90a, with -DNDEBUG (without it ptxas serialises wgmma),
 // one instantiation a generated file; the build compiles up to six such files of one family and
-// mainloop as a translation unit (scripts/generate_kernels.py, translation_units(): the types
+// mainloop as a translation unit (scripts/translation_units.py: the types
 // they share are instantiated once; a unit takes 1-2 minutes and up to ~6 GB).
 //
 // Conventions (see gemm_problem.h): A is m x k, B is k x n, D (and C) are m x n

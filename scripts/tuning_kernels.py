@@ -132,11 +132,6 @@ def candidates():
         # memory a flop than 128x192's 64x16 and 192x16 (cuBLAS's may run three consumer warpgroups).
         Kernel("sm90", "bf16", la_lb[0], la_lb[1], (192, 192, 64), (2, 1), "coopsplitn", "persistent")
         for la_lb in LAYOUTS
-    ] + [  # fp16 128x192 tiles of D^T (bf16's are registered): H100, x cuBLAS against auto before them,
-        # 3072x1024x4096 rr / rc / cr 0.90 / 0.93 / 0.95 against 0.81 / 0.83 / 0.79, 6144x1024x4096 0.96-0.97
-        # against 0.91-0.96; to register once the fp16 classes are re-swept with them
-        Kernel("sm90", "f16", la_lb[0], la_lb[1], (128, 192, 64), (2, 1), "coop", "persistent", swap_ab=True)
-        for la_lb in ("rr", "rc", "cr")
     ] + [  # 4- and 8-byte aligned bf16: cp.async multistage (CUTLASS generator: GenerateSM80_TensorOp_16816)
         sm80("bf16", "rr", (128, 128, 32), (64, 64, 32), stages=4, alignment=2),
         sm80("bf16", "rr", (128, 128, 32), (64, 64, 32), stages=4, alignment=4),

@@ -1,6 +1,6 @@
-"""The kernel generator's translation units (scripts/generate_kernels.py): each kernel compiles in
-exactly one unit, a unit's kernels agree on what their files define before the first include, and
-the build gets the units' list it compiles."""
+"""The kernel generator's translation units (scripts/generate_kernels.py, scripts/translation_units.py):
+each kernel compiles in exactly one unit, a unit's kernels agree on what their files define before the
+first include, and the build gets the units' list it compiles."""
 
 import pathlib
 import re
@@ -11,6 +11,7 @@ import pytest
 SCRIPTS = pathlib.Path(__file__).resolve().parent.parent / "scripts"
 sys.path.insert(0, str(SCRIPTS))
 import generate_kernels as gen  # noqa: E402
+import translation_units as tu  # noqa: E402
 
 
 def prelude(kernel):
@@ -21,13 +22,13 @@ def prelude(kernel):
 @pytest.mark.parametrize("tuning", [False, True], ids=["registered", "with tuning candidates"])
 def test_every_kernel_in_one_unit_with_kernels_of_its_group(tuning):
     kernels = gen.all_kernels() + (gen.tuning_kernels() if tuning else [])
-    units = gen.translation_units(list(kernels))
+    units = tu.translation_units(list(kernels))
     placed = [k.name for _, members in units for k in members]
     assert sorted(placed) == sorted(k.name for k in kernels)  # each exactly once
     assert len({name for name, _ in units}) == len(units)
     for name, members in units:
-        assert 1 <= len(members) <= gen.UNIT_SIZE, name
-        assert len({k.unit_group for k in members}) == 1, name
+        assert 1 <= len(members) <= tu.UNIT_SIZE, name
+        assert len({tu.unit_group(k) for k in members}) == 1, name
         assert len({prelude(k) for k in members}) == 1, f"{name}: its files define different macros"
         assert len({k.family for k in members}) == 1, name
 
@@ -35,9 +36,9 @@ def test_every_kernel_in_one_unit_with_kernels_of_its_group(tuning):
 def test_the_build_compiles_the_units_costliest_first(tmp_path):
     assert gen.main(["--out", str(tmp_path)]) == 0
     listed = (tmp_path / "units.txt").read_text().split()
-    units = gen.translation_units(gen.all_kernels())
+    units = tu.translation_units(gen.all_kernels())
     assert listed == [f"units/{name}.cu" for name, _ in units]
-    costs = [sum(map(gen.compile_cost, members)) for _, members in units]
+    costs = [sum(map(tu.compile_cost, members)) for _, members in units]
     assert costs == sorted(costs, reverse=True)
     for (name, members), path in zip(units, listed):
         included = re.findall(r'#include "\.\./(.+)"', (tmp_path / path).read_text())
@@ -47,3 +48,11 @@ def test_the_build_compiles_the_units_costliest_first(tmp_path):
     assert gen.main(["--out", str(tmp_path), "--filter", "^simt_"]) == 0
     assert all(p.name.startswith("simt_") for p in (tmp_path / "units").glob("*.cu"))
     assert all(p.name.startswith("simt_") for p in tmp_path.glob("*.cu"))
+
+
+def test_tuning_candidates_generate_beside_the_registered_kernels(tmp_path):
+    """The candidates build beside the package's own (PYCUTLASS_GEMM_TUNING=ON): none may repeat a
+    registered kernel (the generator refuses names twice), e.g. one registered since it was a candidate."""
+    registered = {k.name for k in gen.all_kernels()}
+    assert not [k.name for k in gen.tuning_kernels() if k.name in registered]
+    assert gen.main(["--out", str(tmp_path), "--tuning"]) == 0
