@@ -22,18 +22,12 @@ inline int64_t sm_count_of(const GemmProblem& p) { return p.sm_count > 0 ? p.sm_
 
 // Output tiles of p in tiles of tile_m x tile_n of the user's D.
 inline int64_t tiles_of(const GemmProblem& p, int64_t tile_m, int64_t tile_n) {
-  return ((p.m + tile_m - 1) / tile_m) * ((p.n + tile_n - 1) / tile_n) * p.batch;
+  return tile_count(p.m, p.n, p.batch, tile_m, tile_n);
 }
 
-// The share of the work the SMs' waves of tile_m x tile_n tiles do that is p's output (tiles
-// padded past p's edges and the idle SMs of the last wave are not): 1 for a perfect fit.
+// The share of the work the SMs' waves of tile_m x tile_n tiles do that is p's output: 1 for a perfect fit.
 inline double wave_fill(const GemmProblem& p, int64_t tile_m, int64_t tile_n) {
-  const int64_t sms = sm_count_of(p);
-  const int64_t tiles = tiles_of(p, tile_m, tile_n);
-  if (tiles <= 0) return 0.0;
-  const int64_t waves = (tiles + sms - 1) / sms;
-  return static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.batch) /
-         (static_cast<double>(waves * sms) * static_cast<double>(tile_m * tile_n));
+  return tile_fill(p.m, p.n, p.batch, tile_m, tile_n, sm_count_of(p));
 }
 
 }  // namespace sm90_tiles

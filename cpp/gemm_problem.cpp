@@ -90,6 +90,18 @@ static bool aligned(const void* ptr, int64_t bytes) {
 
 bool is_empty(const GemmProblem& p) { return p.m == 0 || p.n == 0 || p.k == 0 || p.batch == 0; }
 
+int64_t tile_count(int64_t m, int64_t n, int64_t batch, int64_t tile_m, int64_t tile_n) {
+  return ((m + tile_m - 1) / tile_m) * ((n + tile_n - 1) / tile_n) * batch;
+}
+
+double tile_fill(int64_t m, int64_t n, int64_t batch, int64_t tile_m, int64_t tile_n, int64_t sms) {
+  if (m <= 0 || n <= 0 || batch <= 0 || tile_m <= 0 || tile_n <= 0) return 0.0;
+  const int64_t tiles = tile_count(m, n, batch, tile_m, tile_n);
+  const int64_t slots = sms > 0 ? (tiles + sms - 1) / sms * sms : tiles;  // tiles the SMs' waves could compute
+  return static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(batch) /
+         (static_cast<double>(slots) * static_cast<double>(tile_m * tile_n));
+}
+
 MatrixRef matrix_of(const void* ptr, int64_t batch, const int64_t* size, const int64_t* stride, int dim) {
   const int64_t batch_stride = dim == 3 && size[0] == batch && batch > 1 ? stride[0] : 0;
   return MatrixRef{ptr, size[dim - 2], size[dim - 1], stride[dim - 2], stride[dim - 1], batch_stride};

@@ -110,6 +110,14 @@ int alignment_bytes(int64_t bytes);
 // No products to compute: m, n, k or batch is 0.
 bool is_empty(const GemmProblem& p);
 
+// Tiles of tile_m x tile_n (rows x columns of D) that cover an m x n output, batch times.
+int64_t tile_count(int64_t m, int64_t n, int64_t batch, int64_t tile_m, int64_t tile_n);
+// The share of the work of those tiles that is output: not the padding of the last tile row and
+// column nor, where the tiles run in waves of `sms` SMs (0: they do not), the last wave's idle SMs.
+// 1 for a perfect fit; 0 for no output or no tile. Kernels rank themselves by it
+// (cutlass_sm90_priority.cuh) and the measured table's vote weighs it between points (heuristics.cpp).
+double tile_fill(int64_t m, int64_t n, int64_t batch, int64_t tile_m, int64_t tile_n, int64_t sms);
+
 // The last two of a tensor's `dim` dimensions (sizes and strides in elements) as a matrix at
 // `ptr`. A leading dimension of `batch` > 1 entries is the batch; a batch of 1, or a 2-D operand
 // under a batched product, broadcasts with batch stride 0.

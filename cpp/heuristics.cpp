@@ -86,17 +86,6 @@ bool between_octaves(double log2_size) {
 }
 bool between_octaves(double lm, double ln) { return between_octaves(lm) || between_octaves(ln); }
 
-// A kernel's time per useful output at (m, n, batch) relative to tiles that fill every SM of every
-// wave exactly: the padding of the last tile row and column and, where its tiles run in waves
-// (KernelInfo::tiles_in_waves), the idle SMs of the last wave. 1 for a kernel without tiles.
-double tile_fill_cost(const KernelInfo& k, double m, double n, double batch, int sm_count) {
-  if (k.tile_m <= 0 || k.tile_n <= 0 || m < 1 || n < 1 || batch < 1) return 1.0;
-  const double tiles = std::ceil(m / k.tile_m) * std::ceil(n / k.tile_n) * std::round(batch);
-  double cost = tiles * k.tile_m * k.tile_n / (m * n * std::round(batch));
-  if (k.tiles_in_waves && sm_count > 0) cost *= std::ceil(tiles / sm_count) * sm_count / tiles;
-  return cost;
-}
-
 bool covers(const MeasuredTable& t, const GemmProblem& p) {
   if (p.device_name != nullptr) return t.device == p.device_name;
   return t.sm == p.sm && t.sm_count == p.sm_count;  // planning for an architecture, not a device
@@ -178,7 +167,7 @@ std::optional<MeasuredChoice> measured_choice(const GemmProblem& p) {
     // their summed log time over the fastest at the points within kVoteOctaves of the nearest (a
     // kernel not kept at a point counts kSlowestKept there): a kernel a little behind at every
     // point beats one that wins half of them and is far behind at the rest. Each point's time is
-    // carried to the problem by how the kernel's tiles fill it against the point (tile_fill_cost,
+    // carried to the problem by how the kernel's tiles fill it against the point (tile_fill,
     // kTileFillWeight of its log): 128x192 tiles fill 3000 columns better than 4096.
     const double reach = nearest > 0.0 ? nearest + kVoteOctaves : 0.0;
     std::vector<const Point*> voters;
@@ -191,17 +180,23 @@ std::optional<MeasuredChoice> measured_choice(const GemmProblem& p) {
     for (const Point* q : voters)
       for (const KernelTime& kt : q->at.kernels)
         if (log_sum.emplace(kt.kernel, 0.0).second) order.push_back(kt.kernel);
+    std::unordered_map<int, const GemmKernel*> built;  // nullptr: not built here
     for (int k : order) {
-      const GemmKernel* kernel = find_kernel(t.meta.kernels[static_cast<size_t>(k)], p.dtype);
-      const double here = kernel && nearest > 0.0
-                              ? tile_fill_cost(kernel->info(), p.m, p.n, p.batch, t.meta.sm_count) : 1.0;
+      const GemmKernel* kernel = built[k] = find_kernel(t.meta.kernels[static_cast<size_t>(k)], p.dtype);
+      // The tile fill (tile_fill; tiles in waves of the table's SMs where the kernel's run so) at the
+      // problem over that at a point: 1 at a point itself and for kernels without tiles.
+      const KernelInfo* info =
+          kernel && nearest > 0.0 && !is_empty(p) && kernel->info().tile_m > 0 ? &kernel->info() : nullptr;
+      auto fill_at = [&](int64_t m, int64_t n, int64_t batch) {
+        return tile_fill(m, n, batch, info->tile_m, info->tile_n, info->tiles_in_waves ? t.meta.sm_count : 0);
+      };
+      const double here = info ? fill_at(p.m, p.n, p.batch) : 1.0;
       for (const Point* q : voters) {
         double ratio = kSlowestKept;
         for (const KernelTime& kt : q->at.kernels)
           if (kt.kernel == k) ratio = std::min(kt.ratio, kSlowestKept);
-        const double there = kernel && nearest > 0.0
-                                 ? tile_fill_cost(kernel->info(), q->at.m, q->at.n, q->at.batch, t.meta.sm_count) : 1.0;
-        log_sum[k] += std::log(ratio) + kTileFillWeight * std::log(here / there);
+        const double there = info ? fill_at(q->at.m, q->at.n, q->at.batch) : 1.0;
+        log_sum[k] += std::log(ratio) + kTileFillWeight * std::log(there / here);
       }
     }
     std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return log_sum[x] < log_sum[y]; });
@@ -215,7 +210,7 @@ std::optional<MeasuredChoice> measured_choice(const GemmProblem& p) {
     for (int k : order) {
       const std::string& name = t.meta.kernels[static_cast<size_t>(k)];
       std::string why_not;
-      const GemmKernel* kernel = find_kernel(name, p.dtype);
+      const GemmKernel* kernel = built[k];
       if (kernel == nullptr) why_not = name + ", not built here";
       else if (std::string why = kernel->can_implement(p); !why.empty()) why_not = name + ", which cannot run it: " + why;
       if (why_not.empty()) {

@@ -37,6 +37,12 @@ SMALL_SIDE = 32  # cpp/small_mn_gemm.cu's kMaxSmallSide
 # 128x11008x4096 and 4096x128x4096 rc bf16 ran 0.97x / 0.84x cuBLAS with the vote, 1.03x / 1.03x with
 # these points measured)
 TILE_SIDE = 128
+# Transformer projections off the octaves: hidden sizes and MLP widths (GPT-2's 768, Llama's 2560-14336;
+# pairs with 1024-8192 too) over 512-8192 tokens, x @ W.T (rc), dX = dY @ W (rr) and dW = dY^T X (cr: the
+# tokens are K), bf16 and fp16. Off the sweep's points the octaves' vote ran 71 such shapes at 0.90x
+# cuBLAS (H100, session 37; 0.85x before the tile-fill vote).
+MODEL_DIMS = (768, 2560, 5120, 11008, 13824, 14336)
+MODEL_TOKENS = (512, 1024, 2048, 4096, 8192)
 BATCHED = ((4, (64, 256, 1024, 4096)), (32, (64, 256, 1024)))  # (batch, sizes)
 MAX_FLOP = 2**41
 MAX_FLOP_SIMT = 2**38  # IEEE fp32 (~50 TFLOP/s) and tf32x3 (~100): compute-bound well before this
@@ -109,6 +115,10 @@ def sweep_problems(quick: bool = False) -> list[tuple[Workload, Precision]]:
                 # tf32 rc / cr / cc)
                 if k >= 1024:
                     problems += [(Workload.problem(m, n, k, layout, 1), _BY_NAME["tf32"]) for layout in LAYOUTS]
+        for tokens, (d1, d2) in itertools.product(MODEL_TOKENS, itertools.product(MODEL_DIMS + (1024, 2048, 4096, 8192), repeat=2)):
+            if d1 in MODEL_DIMS or d2 in MODEL_DIMS:
+                problems += [(Workload.problem(m, n, k, layout, 1), _BY_NAME[dtype]) for dtype in ("bf16", "fp16")
+                             for m, n, k, layout in ((tokens, d1, d2, "rc"), (tokens, d1, d2, "rr"), (d1, d2, tokens, "cr"))]
     return [pw for pw in dict.fromkeys(problems) if fits(*pw)]
 
 
