@@ -156,8 +156,11 @@ def candidates():
         # the full waves data-parallel and spreads the last, partial one over all SMs (4096^3: 512 tiles, 3.9
         # waves; 8192x14336x4096: 3584 tiles, 27.2 waves). Slower than the persistent one everywhere (H100,
         # x cuBLAS, same run: 4096^3 rr 0.96 / 0.99, rc 0.96 / 0.99, 8192x14336x4096 rc 0.97 / 0.97,
-        # 4096x14336x4096 rc 0.96 / 0.98, 8192^3 rr 1.00 / 1.01, 6144^3 rr 0.98 / 1.00)
-        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 256, 64), (2, 1), "coop", "streamk") for la_lb in ("rr", "rc")
+        # 4096x14336x4096 rc 0.96 / 0.98, 8192^3 rr 1.00 / 1.01, 6144^3 rr 0.98 / 1.00). Not yet timed where the
+        # last wave is emptiest: projections of 320 tiles (2.4 waves), where the persistent tile trails cuBLAS
+        # (H100, session 38, x cuBLAS: 4096x2560x28672 rr 0.83, 2048x5120x28672 rr 0.84, 4096x2560x4096 cr 0.84,
+        # 2048x5120x11008 rc 0.84); cr for the last.
+        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 256, 64), (2, 1), "coop", "streamk") for la_lb in ("rr", "rc", "cr")
     ] + [  # tf32 128x128 tiles in clusters of 2x1 beside the registered 1x2 one-wave pairs (rc, cc): H100, ms,
         # 2x1 / 1x2, 1024x2048x4096 rc 0.053 / 0.051, cc 0.054 / 0.052; 2048x1024x4096 rc 0.054 / 0.051,
         # 1024x2048x8192 rc 0.102 / 0.097, cc 0.104 / 0.096 (ahead only from two waves, where 128x256 leads)
