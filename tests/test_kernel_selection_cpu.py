@@ -376,6 +376,10 @@ def test_sweep_covers_sizes_1_to_65536_every_layout_dtype_alignment_and_batch():
     for side in (tune_sweep.SMALL_SIDE, tune_sweep.TILE_SIDE):
         assert {(f"{m}x{n}x4096 rc", d) for m, n in ((side, 4096), (4096, side)) for d in ("bf16", "fp16")} <= {
             (w.name, p.name) for w, p in problems}
+    # transformer projections off the octaves: x @ W.T (rc), dX = dY @ W (rr), dW = dY^T X (cr, tokens as K)
+    assert {(name, d) for name in ("4096x11008x4096 rc", "4096x4096x11008 rr", "11008x4096x4096 cr",
+                                   "512x768x2560 rc", "2560x768x8192 cr") for d in ("bf16", "fp16")} <= {
+        (w.name, p.name) for w, p in problems}
     assert all(tune_sweep.fits(w, p) for w, p in problems)
     for w, p in (("1000x3000x777 rr", "bf16"), ("256x256x524288 rr", "bf16"), ("2048x4096x8192 cr", "tf32"),
                  ("256x256x131072 rr", "fp16"), ("1024x2048x4096 rc", "fp32")):  # the last two: bench --quick's
