@@ -29,8 +29,12 @@ def candidates():
         # 0.042 / 0.047); weight gradients (cr) 128x128 0.253 at 1024x1024x65536 where 128x256 c2x1
         # (registered) ran 0.184; tf32x3 rr 0.719 at 256x256x524288 against stream-K's 0.696
         Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 128, 64), (1, 1), "coop", "splitk") for la_lb in ("rc", "cr")
+    ] + [  # x @ W.T (rc) over 256-2048 tokens with long K, 128x256 tiles split in parallel: never timed there. In
+        # the H100 sweep (session 38) rr's registered twin beats every rc kernel at the same problem on 138 bf16
+        # (141 fp16) problems by 1.17x geomean, up to 1.84x (512x512x65536); 512x2048x16384: rr split-K 59.5 us,
+        # rc's best 72.9. Slower at 16 / 128 tokens (above).
+        Kernel("sm90", dtype, "r", "c", (128, 256, 64), (2, 1), "coop", "splitk") for dtype in ("bf16", "f16")
     ] + [
-        Kernel("sm90", "bf16", "r", "c", (128, 256, 64), (2, 1), "coop", "splitk"),
         Kernel("sm90", "tf32x3", "r", "r", (128, 128, 32), (1, 1), "coop", "splitk", promote=1),
     ] + [  # x @ W.T over 64-128 tokens (rc), the 128x64 / 128x128 tiles in clusters of 1x2 with K split in
         # parallel so that they fill all SMs, not half: slower (H100, ms, against 128x64 c1x2 persistent's
