@@ -181,6 +181,8 @@ class CutlassSm90Gemm : public GemmKernel {
 
   static constexpr int kTileM = cute::size<0>(TileShape{});
   static constexpr int kTileN = cute::size<1>(TileShape{});
+  // The tile of the user's D one CTA computes (computing D^T, a kTileM x kTileN tile is kTileN x kTileM of D).
+  static constexpr int kTileOfDM = kTransposed ? kTileN : kTileM, kTileOfDN = kTransposed ? kTileM : kTileN;
 
   // Launched as a programmatic dependent of the kernel before it on the stream (PDL; gemm_problem.h,
   // programmatic_launch_allowed): the CTAs are scheduled as that kernel's last ones exit and set up
@@ -218,8 +220,8 @@ class CutlassSm90Gemm : public GemmKernel {
               priority,
               kBias,
               kSplitK ? 1 : kOutputAlignment} {
-    info_.tile_m = kTransposed ? kTileN : kTileM;
-    info_.tile_n = kTransposed ? kTileM : kTileN;
+    info_.tile_m = kTileOfDM;
+    info_.tile_n = kTileOfDN;
     info_.tiles_in_waves = !kStreamK && !kSplitK;
   }
 
@@ -233,10 +235,8 @@ class CutlassSm90Gemm : public GemmKernel {
   // through TMA batch strides: 16 bytes). At least half the SMs must get work, else no split.
   static constexpr int64_t kMinKPerSlice = 512;
   static int64_t sm_count_of(const GemmProblem& p) { return sm90_tiles::sm_count_of(p); }
-  // Output tiles of p in the kernel's own M and N (the user's N and M when computing D^T).
-  static int64_t tiles_of(const GemmProblem& p) {
-    return kTransposed ? sm90_tiles::tiles_of(p, kTileN, kTileM) : sm90_tiles::tiles_of(p, kTileM, kTileN);
-  }
+  // Output tiles of p (as many in D as in D^T).
+  static int64_t tiles_of(const GemmProblem& p) { return sm90_tiles::tiles_of(p, kTileOfDM, kTileOfDN); }
   static int64_t split_k_slices(const GemmProblem& p) {
     if (p.batch != 1 || p.k <= 0 || p.m <= 0 || p.n <= 0) return 0;
     const int64_t target = sm_count_of(p) / tiles_of(p);

@@ -42,9 +42,9 @@ class Sm90Priority {
   static constexpr bool kTransposed = Gemm::kTransposed, kStreamK = Gemm::kStreamK, kSplitK = Gemm::kSplitK,
                         kBias = Gemm::kBias, kAnyOutput = Gemm::kAnyOutput, kUnalignedInputs = Gemm::kUnalignedInputs;
 
-  // wave_fill of the kernel's own tiles, in the user's D (a tile of D^T is kTileN x kTileM of D).
+  // wave_fill of the kernel's own tiles, in the user's D.
   static double own_wave_fill(const GemmProblem& p) {
-    return kTransposed ? sm90_tiles::wave_fill(p, kTileN, kTileM) : sm90_tiles::wave_fill(p, kTileM, kTileN);
+    return sm90_tiles::wave_fill(p, Gemm::kTileOfDM, Gemm::kTileOfDN);
   }
   // Whether the kernel's tiles fill at least half the SMs and their waves compute at least `fill` of
   // the output (the wave-fill rules: 128x192 tiles of D and of D^T, 192x192 tiles).

@@ -115,7 +115,8 @@ def sweep_problems(quick: bool = False) -> list[tuple[Workload, Precision]]:
                 # tf32 rc / cr / cc)
                 if k >= 1024:
                     problems += [(Workload.problem(m, n, k, layout, 1), _BY_NAME["tf32"]) for layout in LAYOUTS]
-        for tokens, (d1, d2) in itertools.product(MODEL_TOKENS, itertools.product(MODEL_DIMS + (1024, 2048, 4096, 8192), repeat=2)):
+        widths = MODEL_DIMS + (1024, 2048, 4096, 8192)
+        for tokens, d1, d2 in itertools.product(MODEL_TOKENS, widths, widths):
             if d1 in MODEL_DIMS or d2 in MODEL_DIMS:
                 problems += [(Workload.problem(m, n, k, layout, 1), _BY_NAME[dtype]) for dtype in ("bf16", "fp16")
                              for m, n, k, layout in ((tokens, d1, d2, "rc"), (tokens, d1, d2, "rr"), (d1, d2, tokens, "cr"))]
