@@ -116,6 +116,16 @@ class Sm90Priority {
   // user's M when computing D^T) is at most 128 (half its columns padding: 128x128x262144 bf16 ran
   // 0.085 ms on 128x256 against 0.070 on 128x128).
   static constexpr int kNotLongKPriority = 45;
+  // x @ W.T (A row-major, B column-major) split in parallel is for more than 8192-long K over at least
+  // 256 rows: session 39's H100 sweep of the 128x256 tile where its tiles fill at most a quarter of the
+  // SMs, against what auto ran before (128x64 c1x2 / c1x4 persistent, stream-K 128x128), time ratio: bf16
+  // 0.81x for m >= 256 and k > 8192 (62 problems, faster at 60, never 1% slower), 1.11x over all of them
+  // (1.2-1.6x at k <= 4096, 1.2-1.3x at m <= 32); fp16 0.73x (1.06x at worst).
+  // (tf32's rc split-K keeps the plain rule: measured at 1024x2048x4096.)
+  static constexpr bool kLongKRowCol = sizeof(Element) == 2 &&
+                                       std::is_same_v<typename Gemm::UserLayoutA, cutlass::layout::RowMajor> &&
+                                       std::is_same_v<typename Gemm::UserLayoutB, cutlass::layout::ColumnMajor>;
+  static constexpr int64_t kLongKRowColMinM = 256, kLongKRowColMinK = 8192;
   // The any-alignment mainloops (staged: 76, 79 with D by TMA; ahead of the SM80 kernels' 70-75)
   // do not split K, and the SM80 kernels do (serially) where their tiles cannot fill the SMs. H100 sweep of the
   // unaligned classes, staged 128x128 against SM80 (median speed ratio): 0.42-0.91x for K >= 4096
@@ -152,6 +162,25 @@ class Sm90Priority {
   // 4096^3 0.217 ms against 0.176; 6144^3 0.567 against 0.563).
   static constexpr bool kThreeWarpgroups = Gemm::kThreeWarpgroups;
   static constexpr int kThreeWarpgroupsPriority = 104;
+  // 16-bit 128x256 tiles with the stream-K scheduler are for long K (at least kWideStreamKMinK) over 128x256
+  // tiles that take more than one wave of SMs and leave the last under half full: there CUTLASS's stream-K
+  // heuristic spreads the last wave's work over all SMs (elsewhere it runs the tiles data-parallel, 1-4%
+  // behind the persistent kernel: 4096^3, 512 tiles, the last wave 88% full), and each split's fix-up is
+  // small beside its share of K. H100, ms against the persistent 128x256: 4096x2560x28672 rr (320 tiles:
+  // 2.4 waves) 0.724 / 0.815, 512x8960x18944 rc (140) 0.233 / 0.371, 8960x896x6000 cr (280) 0.175 / 0.188.
+  // Session 39's sweep of it (bf16 rr / rc / cr): where the last wave is under half full and the persistent
+  // 128x256 was auto's choice, 0.971x its time at K >= 4096 (251 problems, faster at 200, at most 3% slower),
+  // 1.05x over all K (0.99x at K >= 2048, 1.2-1.3x at K <= 1024). First there (ahead of the persistent
+  // 128x256's 100) unless 128x192 tiles fill the waves kWaveFillGain better (kWaveFill's problems:
+  // 128x192 ran 0.87x its time there), behind stream-K 128x128 (90) elsewhere.
+  static constexpr bool kWideStreamK = kStreamK && kTileM == 128 && kTileN == 256 && !kTransposed &&
+                                       !std::is_same_v<Element, float> && !kBias && !kAnyOutput && !kUnalignedInputs;
+  static constexpr int kWideStreamKPriority = 101, kNotWideStreamKPriority = 89;
+  static constexpr int64_t kWideStreamKMinK = 4096;
+  static bool splits_last_wave(const GemmProblem& p) {
+    const int64_t tiles = Gemm::tiles_of(p), sms = sm90_tiles::sm_count_of(p), last = tiles % sms;
+    return tiles > sms && last > 0 && 2 * last < sms;
+  }
 
   // The kernel's priority for p; `registered`: the one it was registered with (KernelInfo).
   static int of(const GemmProblem& p, int registered) {
@@ -175,9 +204,11 @@ class Sm90Priority {
                      own_wave_fill(p) >= std::max(wave_fill(p, 128, 192), wave_fill(p, 192, 128))
                  ? kThreeWarpgroupsPriority
                  : kNotWaveFillPriority;
-    if constexpr (kSplitK && !kSmallM)
+    if constexpr (kSplitK && !kSmallM) {
+      if (kLongKRowCol && (p.m < kLongKRowColMinM || p.k <= kLongKRowColMinK)) return kNotLongKPriority;
       return Gemm::tiles_of(p) * 4 <= p.sm_count && (kTileN <= 128 || (kTransposed ? p.m : p.n) > 128) ? registered
                                                                                                    : kNotLongKPriority;
+    }
     if constexpr (kSmallM) return p.m <= kTileN ? kSmallMPriority : kNotSmallMPriority;
     if (kBias && !has_bias_row(p)) return kWithoutBiasPriority;
     if constexpr (kWaveFill)
@@ -186,6 +217,11 @@ class Sm90Priority {
       return fills_waves(p, kWaveFillGain * std::max(wave_fill(p, 128, 256), wave_fill(p, 128, 192)))
                  ? kWaveFillTransposedPriority
                  : kNotWaveFillPriority;
+    if constexpr (kWideStreamK)
+      return p.k >= kWideStreamKMinK && splits_last_wave(p) &&
+                     wave_fill(p, 128, 192) < kWaveFillGain * wave_fill(p, 128, 256)
+                 ? kWideStreamKPriority
+                 : kNotWideStreamKPriority;
     if constexpr (kQuadCluster) return kQuadClusterPriority;
     if constexpr (kOneWavePair) {
       const int64_t tiles = Gemm::tiles_of(p), sms = sm_count_of(p);

@@ -4,13 +4,15 @@ out), against the sweep's full times there. A Python copy of measured_choice for
 only: the vote's reach (kVoteOctaves), the share of the tile fill it carries (kTileFillWeight), and
 two variants not kept ('between': problems between octaves consulting only points between octaves;
 distance weights). Kernel tiles are read off the names here; the package reads them off KernelInfo.
-    python3 notes/table-vote-session37.py
+    python3 notes/table-vote-session37.py [TABLE.json SWEEP.jsonl.gz]   (default: the shipped table and sweep;
+    with both given, only the registered vote, 0.5 octaves and tile fill 0.3, is judged: session 39)
 """
 import gzip
 import json
 import math
 import pathlib
 import re
+import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SLOW, MAXO, SMS = 1.25, 4.0, 132
@@ -23,10 +25,11 @@ def between1(l):
     return 0.2925 < f < 0.7925
 
 
-table = json.load(open(ROOT / 'pycutlass_gemm/tables/nvidia_h100_80gb_hbm3.json'))
+ARGS = sys.argv[1:]
+table = json.load(open(ARGS[0] if ARGS else ROOT / 'pycutlass_gemm/tables/nvidia_h100_80gb_hbm3.json'))
 names = table['kernels']
 full = {}
-for line in gzip.open(ROOT / 'notes/sweep-h100-2026-11-26.jsonl.gz', 'rt'):
+for line in gzip.open(ARGS[1] if ARGS else ROOT / 'notes/sweep-h100-2026-11-26.jsonl.gz', 'rt'):
     r = json.loads(line)
     full[(r['precision'], r['layout'], r['m'], r['n'], r['k'], r['batch'])] = r['ms']
 classes = {}
@@ -100,7 +103,9 @@ def evaluate(only_between=False, **policy):
             f"10% behind at {sum(r > 1.10 for r in regrets) / len(regrets):.3f}")
 
 
-if __name__ == '__main__':
+if __name__ == '__main__' and ARGS:
+    print(f"vote 0.5, tile fill 0.3: {evaluate(vote=0.5, fill_weight=0.3)}")
+elif __name__ == '__main__':
     for vote in (0.0, 0.25, 0.5, 0.75, 1.0):
         print(f"vote {vote}: all {evaluate(vote=vote)}; between octaves {evaluate(True, vote=vote)}", flush=True)
     print(f"vote 0.5, between points only: {evaluate(vote=0.5, policy='between')}", flush=True)

@@ -41,6 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--keep-unbuilt", action="store_true",
                         help="--sweep: a problem measured again keeps the times of kernels this build lacks, so a "
                              "build of only the kernels to measure (their records deleted first) updates the table")
+    parser.add_argument("--kernels", metavar="REGEX",
+                        help="--sweep: time only the kernels whose names match (re.search), where one of them was "
+                             "not measured; the others keep their times (kernels added to a whole build)")
     parser.add_argument("--force", action="store_true", help="--shapes: tune again what the cache already holds")
     return parser
 
@@ -59,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
         if args.classes:
             problems = [(w, p) for w, p in problems
                         if re.search(args.classes, heuristics.problem_class(*w.meta_inputs(p), p.gemm_precision))]
-        left = tune_sweep.run_sweep(problems, args.measurements, limit_s=args.limit_s, keep_unbuilt=args.keep_unbuilt)
+        left = tune_sweep.run_sweep(problems, args.measurements, limit_s=args.limit_s, keep_unbuilt=args.keep_unbuilt,
+                                     only=args.kernels)
         if left:
             return 3
         records = list(tune_sweep.load_measurements(args.measurements).values())

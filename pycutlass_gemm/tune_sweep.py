@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import time
 from typing import Iterable, Sequence
 
@@ -150,10 +151,15 @@ def load_measurements(path: str) -> dict[tuple, dict]:
     return records
 
 
-def _has_new_candidates(record: dict, w: Workload, p: Precision) -> bool:
-    """Whether a kernel that can run the problem now was not measured there (built since)."""
+def _candidates(w: Workload, p: Precision, only: str | None) -> list[str]:
+    """The kernels that can run the problem, those whose names match `only` (re.search) when given."""
     a, b = w.meta_inputs(p)
-    return not set(candidates(a, b, precision=p.gemm_precision)) <= set(record["ms"]) | set(record["refused"])
+    return [n for n in candidates(a, b, precision=p.gemm_precision) if only is None or re.search(only, n)]
+
+
+def _has_new_candidates(record: dict, w: Workload, p: Precision, only: str | None = None) -> bool:
+    """Whether a kernel that can run the problem now (one matching `only`) was not measured there (built since)."""
+    return not set(_candidates(w, p, only)) <= set(record["ms"]) | set(record["refused"])
 
 
 def _keep_least_times(record: dict, previous: dict, *, unbuilt: frozenset[str] = frozenset()) -> None:
@@ -161,39 +167,46 @@ def _keep_least_times(record: dict, previous: dict, *, unbuilt: frozenset[str] =
     sweeps: the same code timed twice, and timing noise only slows (a burst of slow timings in one
     H100 sweep made 1% of its kernel times >1.3x the previous sweep's and sent 4096^3 cr bf16 to
     stream-K, 0.64x cuBLAS). Delete a kernel's records to time changed code afresh. The kernels
-    in `unbuilt` (not in this build: run_sweep's keep_unbuilt) keep their previous times."""
+    in `unbuilt` (not timed this time: run_sweep's keep_unbuilt and only) keep their previous times."""
     for kernel, ms in previous.get("ms", {}).items():
         if kernel in record["ms"] and ms < record["ms"][kernel]:
             record["ms"][kernel] = ms
-        elif kernel not in record["ms"] and kernel in unbuilt:
-            for key in ("ms", "runs", "error"):
+    kept = False
+    for kernel in unbuilt:
+        if kernel not in record["ms"] and kernel not in record["refused"]:
+            for key in ("ms", "runs", "error", "refused"):
                 if kernel in previous.get(key, {}):
                     record[key][kernel] = previous[key][kernel]
+                    kept = True
+    if kept:  # the record's seconds: the GPU time of the measurements it holds
+        record["seconds"] = round(record["seconds"] + previous.get("seconds", 0.0), 4)
     if record["ms"]:
         record["best"] = min(record["ms"], key=record["ms"].get)
 
 
 def run_sweep(problems: Sequence[tuple[Workload, Precision]], path: str, *, budget_s: float = 0.2,
-              limit_s: float | None = None, keep_unbuilt: bool = False, log=print) -> int:
+              limit_s: float | None = None, keep_unbuilt: bool = False, only: str | None = None, log=print) -> int:
     """Time every candidate of every problem, appending one JSON object per problem to `path` as it
     goes. A problem already in `path` is measured again only when a kernel that can run it was not
     measured there (one added since), keeping each kernel's least time of the two measurements
     (_keep_least_times): a sweep cut short by `limit_s` (seconds) goes on where it
     stopped when run again, and a new kernel costs a sweep of the problems it can run. With
     `keep_unbuilt`, a problem measured again also keeps the times of the kernels this build does
-    not register (a build of only the kernels to measure: delete their records first). When every
-    problem is measured the file is rewritten with one record a problem. Returns how many problems
-    are still to measure."""
+    not register (a build of only the kernels to measure: delete their records first). With `only` (a
+    regular expression), only the kernels whose names match are timed, where one of them was not measured,
+    and the others keep their previous times: kernels added to a whole build, swept without timing the rest
+    again. When every problem is measured the file is rewritten with one record a problem. Returns how
+    many problems are still to measure."""
     records = load_measurements(path)
     todo = [(w, p) for w, p in problems
-            if _key(w, p) not in records or _has_new_candidates(records[_key(w, p)], w, p)]
+            if _key(w, p) not in records or _has_new_candidates(records[_key(w, p)], w, p, only)]
     log(f"sweep: {len(problems)} problems, {len(todo)} to measure, estimated {estimated_seconds(todo):.0f} s "
         "of GPU time")
     device = torch.device("cuda", torch.cuda.current_device())
     flush = flush_buffer(device)
     built = {k["name"] for k in _launch.kernels()}
-    unbuilt = frozenset(k for r in records.values() for k in r.get("ms", {}) if k not in built) \
-        if keep_unbuilt else frozenset()
+    kept = lambda k: (keep_unbuilt and k not in built) or (only is not None and not re.search(only, k))  # noqa: E731
+    unbuilt = frozenset(k for r in records.values() for key in ("ms", "refused") for k in r.get(key, {}) if kept(k))
     t0 = time.perf_counter()
     with open(path, "a") as f:
         for i, (w, p) in enumerate(todo):
@@ -202,7 +215,9 @@ def run_sweep(problems: Sequence[tuple[Workload, Precision]], path: str, *, budg
                 return len(todo) - i
             a, b = w.make_inputs(p, device=str(device), seed=i)
             rules = _launch.plan(a, b, precision=p.gemm_precision)["kernel"]
-            t = time_candidates(a, b, precision=p.gemm_precision, budget_s=budget_s, max_runs=10, flush=flush)
+            names = None if only is None else _candidates(w, p, only)
+            t = time_candidates(a, b, precision=p.gemm_precision, names=names, budget_s=budget_s, max_runs=10,
+                                flush=flush)
             record = {"m": w.m, "n": w.n, "k": w.k, "batch": w.batch, "layout": w.layout, "precision": p.name,
                       "rules": rules, "best": t.best, "ms": t.ms, "runs": t.runs, "error": t.error,
                       "refused": t.refused, "seconds": round(t.seconds, 4)}

@@ -272,6 +272,22 @@ def all_kernels():
         kernels.append(Kernel("sm90", dtype, "r", "r", tile, cluster, "coop", "splitk"))
     for dtype in ["bf16", "f16"]:
         kernels.append(Kernel("sm90", dtype, "c", "r", (128, 256, 64), (2, 1), "coop", "splitk"))
+    # ... and x @ W.T (rc) over 256-2048 tokens with long K, where rc had no split and rr's split-K beat every
+    # rc kernel on 138 bf16 / 141 fp16 problems of the H100 sweep (1.17x geomean, up to 1.84x). H100, session
+    # 39, ms (x cuBLAS) against what auto ran (128x64 c1x2 or c1x4 persistent): bf16 512x1600x18944 0.065
+    # (0.89x) / 0.091, 512x2048x18944 0.067 (0.97x) / 0.086, 512x1024x14336 0.041 / 0.049; fp16 1024x1024x65536
+    # 0.186 (0.98x) / 0.264, 512x2048x16384 0.061 / 0.074, 512x1024x14336 0.042 / 0.055.
+    for dtype in ["bf16", "f16"]:
+        kernels.append(Kernel("sm90", dtype, "r", "c", (128, 256, 64), (2, 1), "coop", "splitk"))
+    # bf16 128x256 tiles with the stream-K scheduler, for problems whose 128x256 tiles leave the last wave under
+    # half full: there CUTLASS's stream-K heuristic spreads the last wave's work over all SMs (elsewhere it runs
+    # the tiles data-parallel, 1-4% behind the persistent kernel: 4096^3). H100, session 39, ms (x cuBLAS)
+    # against the persistent 128x256: 4096x2560x28672 rr (320 tiles, 2.4 waves) 0.724 (0.94x) / 0.815,
+    # 2048x5120x28672 rr 0.742 / 0.823, 4096x2560x8192 rc 0.222 (0.93x) / 0.245, 2560x4096x8192 cr 0.223 /
+    # 0.245, 512x8960x18944 rc (140 tiles) 0.233 (1.02x) / 0.371, 512x8960x4864 rc 0.081 / 0.107, 8960x896x6000 cr
+    # 0.175 / 0.188 (auto's 128x128 c1x2: 0.222). CutlassSm90Gemm::priority ranks it (kWideStreamK).
+    for la_lb in ("rr", "rc", "cr"):
+        kernels.append(Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 256, 64), (2, 1), "coop", "streamk"))
     # tf32 rr (run as D^T = B^T A^T like every tf32 rr kernel): the large-K workload 0.402 ms (1.10x)
     # against stream-K 128x256's 0.417, 512x512x65536 0.133 (1.23x) / 0.181, 1024x1024x16384 0.122 / 0.165.
     kernels.append(Kernel("sm90", "tf32", "r", "r", (128, 256, 32), (2, 1), "coop", "splitk"))

@@ -29,11 +29,6 @@ def candidates():
         # 0.042 / 0.047); weight gradients (cr) 128x128 0.253 at 1024x1024x65536 where 128x256 c2x1
         # (registered) ran 0.184; tf32x3 rr 0.719 at 256x256x524288 against stream-K's 0.696
         Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 128, 64), (1, 1), "coop", "splitk") for la_lb in ("rc", "cr")
-    ] + [  # x @ W.T (rc) over 256-2048 tokens with long K, 128x256 tiles split in parallel: never timed there. In
-        # the H100 sweep (session 38) rr's registered twin beats every rc kernel at the same problem on 138 bf16
-        # (141 fp16) problems by 1.17x geomean, up to 1.84x (512x512x65536); 512x2048x16384: rr split-K 59.5 us,
-        # rc's best 72.9. Slower at 16 / 128 tokens (above).
-        Kernel("sm90", dtype, "r", "c", (128, 256, 64), (2, 1), "coop", "splitk") for dtype in ("bf16", "f16")
     ] + [
         Kernel("sm90", "tf32x3", "r", "r", (128, 128, 32), (1, 1), "coop", "splitk", promote=1),
     ] + [  # x @ W.T over 64-128 tokens (rc), the 128x64 / 128x128 tiles in clusters of 1x2 with K split in
@@ -165,15 +160,6 @@ def candidates():
         for tile in ((64, 16, 128), (64, 32, 128), (64, 16, 256))
     ] + [
         Kernel("sm90", "bf16", "r", "c", (128, 16, 128), (1, 1), "coop", "persistent", swap_ab=True),
-    ] + [  # bf16 parity on big shapes: the 128x256 c2x1 tile with the stream-K scheduler, whose heuristic runs
-        # the full waves data-parallel and spreads the last, partial one over all SMs (4096^3: 512 tiles, 3.9
-        # waves; 8192x14336x4096: 3584 tiles, 27.2 waves). Slower than the persistent one everywhere (H100,
-        # x cuBLAS, same run: 4096^3 rr 0.96 / 0.99, rc 0.96 / 0.99, 8192x14336x4096 rc 0.97 / 0.97,
-        # 4096x14336x4096 rc 0.96 / 0.98, 8192^3 rr 1.00 / 1.01, 6144^3 rr 0.98 / 1.00). Not yet timed where the
-        # last wave is emptiest: projections of 320 tiles (2.4 waves), where the persistent tile trails cuBLAS
-        # (H100, session 38, x cuBLAS: 4096x2560x28672 rr 0.83, 2048x5120x28672 rr 0.84, 4096x2560x4096 cr 0.84,
-        # 2048x5120x11008 rc 0.84); cr for the last.
-        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 256, 64), (2, 1), "coop", "streamk") for la_lb in ("rr", "rc", "cr")
     ] + [  # tf32 128x128 tiles in clusters of 2x1 beside the registered 1x2 one-wave pairs (rc, cc): H100, ms,
         # 2x1 / 1x2, 1024x2048x4096 rc 0.053 / 0.051, cc 0.054 / 0.052; 2048x1024x4096 rc 0.054 / 0.051,
         # 1024x2048x8192 rc 0.102 / 0.097, cc 0.104 / 0.096 (ahead only from two waves, where 128x256 leads)

@@ -431,5 +431,22 @@ def test_sweep_resumes_and_measures_again_only_where_a_new_kernel_can_run(monkey
         kept = tune_sweep.load_measurements(path)
         assert [sorted(r["ms"]) for r in kept.values()] == [["fallback", "k1", "k2"]] * 2 + [["fallback", "k1"]]
         assert all(r["ms"]["k1"] == 1e-9 and r["best"] == "k1" for r in kept.values())
+        # k3 added to the whole build, swept alone (only): timed where it can run, the others' times kept
+        kernels[:] = [{"name": n, "dtype": "bfloat16", "family": "x", "priority": p}
+                      for n, p in (("k1", 3), ("k2", 2), ("k3", 1), ("fallback", 0))]
+        tune_timing._kernels_for.cache_clear()
+        timed = []
+        real_time_candidates = tune_sweep.time_candidates
+        monkeypatch.setattr(tune_sweep, "time_candidates",
+                            lambda *a, names=None, **k: timed.append(names) or real_time_candidates(*a, names=names, **k))
+        logged = []
+        assert tune_sweep.run_sweep(problems, path, only="^k3$", log=logged.append) == 0
+        assert "3 to measure" in logged[0] and timed == [["k3"]] * 3
+        swept = tune_sweep.load_measurements(path)
+        assert [sorted(r["ms"]) for r in swept.values()] == [["fallback", "k1", "k2", "k3"]] * 2 + [["fallback", "k1", "k3"]]
+        assert all(r["ms"]["k1"] == 1e-9 and r["best"] == "k1" for r in swept.values())
+        logged = []
+        assert tune_sweep.run_sweep(problems, path, only="^k3$", log=logged.append) == 0
+        assert "0 to measure" in logged[0]
     finally:
         tune_timing._kernels_for.cache_clear()
