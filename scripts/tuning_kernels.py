@@ -160,6 +160,8 @@ def candidates():
         for tile in ((64, 16, 128), (64, 32, 128), (64, 16, 256))
     ] + [
         Kernel("sm90", "bf16", "r", "c", (128, 16, 128), (1, 1), "coop", "persistent", swap_ab=True),
+    ] + [  # fp16 twins of bf16's 128x256 stream-K (registered in session 39, kWideStreamK): not yet timed
+        Kernel("sm90", "f16", la_lb[0], la_lb[1], (128, 256, 64), (2, 1), "coop", "streamk") for la_lb in ("rr", "rc", "cr")
     ] + [  # tf32 128x128 tiles in clusters of 2x1 beside the registered 1x2 one-wave pairs (rc, cc): H100, ms,
         # 2x1 / 1x2, 1024x2048x4096 rc 0.053 / 0.051, cc 0.054 / 0.052; 2048x1024x4096 rc 0.054 / 0.051,
         # 1024x2048x8192 rc 0.102 / 0.097, cc 0.104 / 0.096 (ahead only from two waves, where 128x256 leads)
