@@ -30,6 +30,12 @@ inline double wave_fill(const GemmProblem& p, int64_t tile_m, int64_t tile_n) {
   return tile_fill(p.m, p.n, p.batch, tile_m, tile_n, sm_count_of(p));
 }
 
+// Whether `tiles` tiles use fewer than `efficiency` of the slots of the waves of SMs they take.
+inline bool poor_waves(const GemmProblem& p, int64_t tiles, double efficiency) {
+  const int64_t sms = sm_count_of(p), waves = (tiles + sms - 1) / sms;
+  return tiles < efficiency * static_cast<double>(waves * sms);
+}
+
 }  // namespace sm90_tiles
 
 // Gemm: a CutlassSm90Gemm, read for its choices (element, tile, cluster, schedules, flags).
@@ -60,6 +66,29 @@ class Sm90Priority {
   // still too few, stream-K splits K across the idle SMs.
   static constexpr int kPoorWavesPriority = 80;
   static constexpr double kPoorWaveEfficiency = 0.6;  // tiles / (waves x SMs) below this
+  // Except tf32 over K <= kShortK: there a split of K costs more than idle SMs. Session 39, the H100 sweep
+  // (tf32, aligned), where the rules ran stream-K 128x256 for the persistent kernel's poor waves: the
+  // persistent 128x256 c2x1 ran 0.866x its time (1156 problems with K <= 512, slower by > 3% at 1), tf32
+  // cr's 256x128 c1x2 0.909x (647); at K <= 1024, 0.891x but 143 problems slower by > 3%.
+  static constexpr bool kTf32 = std::is_same_v<Element, float> && !kIsTf32x3Schedule<MainloopSchedule>;
+  static constexpr int64_t kShortK = 512;
+  // 16-bit problems of K <= kShortKFewTiles whose 128x256 tiles fill the waves poorly (where the rules ran
+  // stream-K 128x128) go to the narrowest persistent tiles, twice to four times as many CTAs with no K
+  // split: first 128x64 (c1x1 where registered, else c1x2), then 128x128 c1x2, at kFewTilesPriority - 0, 1,
+  // 2 (ahead of stream-K's 90, behind split-K's 95). Session 39, the H100 sweep (bf16 and fp16, aligned):
+  // 0.835x stream-K's time over 2465 problems (faster at 1724, never slower by > 3%; rr 0.80x, cr 0.79x,
+  // rc 0.81x; cc has none of these tiles); with K <= 4096, 0.843x but slower by > 3% at 10.
+  static constexpr bool kFewTilesNarrow = sizeof(Element) == 2 && !kTransposed && !kStreamK && !kSplitK &&
+                                          !kBias && !kAnyOutput && !kUnalignedInputs && kTileM == 128 &&
+                                          (kTileN == 64 || (kTileN == 128 && cute::size<1>(ClusterShape{}) == 2));
+  static constexpr int64_t kShortKFewTiles = 2048;
+  static constexpr int kFewTilesPriority = 93;
+  static bool short_k_few_tiles(const GemmProblem& p) {
+    return p.k <= kShortKFewTiles && sm90_tiles::poor_waves(p, sm90_tiles::tiles_of(p, 128, 256), kPoorWaveEfficiency);
+  }
+  static constexpr int few_tiles_priority() {
+    return kFewTilesPriority - (kTileN == 64 ? (cute::size<1>(ClusterShape{}) == 1 ? 0 : 1) : 2);
+  }
   // A bias kernel is for bias rows; on other problems its plain twin (or anything else) goes first.
   static constexpr int kWithoutBiasPriority = 60;
   // A kernel that swaps A and B for its own sake (not tf32's K-major need: see kTransposed) with a
@@ -125,7 +154,10 @@ class Sm90Priority {
   static constexpr bool kLongKRowCol = sizeof(Element) == 2 &&
                                        std::is_same_v<typename Gemm::UserLayoutA, cutlass::layout::RowMajor> &&
                                        std::is_same_v<typename Gemm::UserLayoutB, cutlass::layout::ColumnMajor>;
+  // There it goes first (ahead of kOneWavePair's 128x64 c1x2, whose tiles fill one wave at 31 of those
+  // problems: split-K ran 0.866x its time, bf16, 0.852x fp16, never slower).
   static constexpr int64_t kLongKRowColMinM = 256, kLongKRowColMinK = 8192;
+  static constexpr int kLongKRowColPriority = 103;
   // The any-alignment mainloops (staged: 76, 79 with D by TMA; ahead of the SM80 kernels' 70-75)
   // do not split K, and the SM80 kernels do (serially) where their tiles cannot fill the SMs. H100 sweep of the
   // unaligned classes, staged 128x128 against SM80 (median speed ratio): 0.42-0.91x for K >= 4096
@@ -205,9 +237,10 @@ class Sm90Priority {
                  ? kThreeWarpgroupsPriority
                  : kNotWaveFillPriority;
     if constexpr (kSplitK && !kSmallM) {
-      if (kLongKRowCol && (p.m < kLongKRowColMinM || p.k <= kLongKRowColMinK)) return kNotLongKPriority;
-      return Gemm::tiles_of(p) * 4 <= p.sm_count && (kTileN <= 128 || (kTransposed ? p.m : p.n) > 128) ? registered
-                                                                                                   : kNotLongKPriority;
+      const bool long_k = Gemm::tiles_of(p) * 4 <= p.sm_count && (kTileN <= 128 || (kTransposed ? p.m : p.n) > 128);
+      if constexpr (kLongKRowCol)
+        return long_k && p.m >= kLongKRowColMinM && p.k > kLongKRowColMinK ? kLongKRowColPriority : kNotLongKPriority;
+      return long_k ? registered : kNotLongKPriority;
     }
     if constexpr (kSmallM) return p.m <= kTileN ? kSmallMPriority : kNotSmallMPriority;
     if (kBias && !has_bias_row(p)) return kWithoutBiasPriority;
@@ -225,15 +258,15 @@ class Sm90Priority {
     if constexpr (kQuadCluster) return kQuadClusterPriority;
     if constexpr (kOneWavePair) {
       const int64_t tiles = Gemm::tiles_of(p), sms = sm_count_of(p);
-      return p.n > kTileN && tiles <= sms && 2 * tiles >= sms ? kOneWavePairPriority : kNotOneWavePairPriority;
+      if (p.n > kTileN && tiles <= sms && 2 * tiles >= sms) return kOneWavePairPriority;
+      return kFewTilesNarrow && short_k_few_tiles(p) ? few_tiles_priority() : kNotOneWavePairPriority;
     }
-    if (kNarrowN && p.n > kTileN) return kNotNarrowPriority;
+    if (kNarrowN && p.n > kTileN)
+      return kFewTilesNarrow && short_k_few_tiles(p) ? few_tiles_priority() : kNotNarrowPriority;
     const int base = kNarrowN ? kNarrowPriority : registered;
-    if (kStreamK || p.sm_count <= 0) return base;
-    const int64_t tiles = Gemm::tiles_of(p);
-    const int64_t waves = (tiles + p.sm_count - 1) / p.sm_count;
-    const bool poor_waves = tiles < kPoorWaveEfficiency * static_cast<double>(waves * p.sm_count);
-    return poor_waves ? std::min(base, kPoorWavesPriority) : base;
+    if (kStreamK || p.sm_count <= 0 || (kTf32 && p.k <= kShortK)) return base;
+    const bool poor = sm90_tiles::poor_waves(p, Gemm::tiles_of(p), kPoorWaveEfficiency);
+    return poor ? std::min(base, kPoorWavesPriority) : base;
   }
 };
 

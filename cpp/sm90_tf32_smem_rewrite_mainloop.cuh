@@ -54,6 +54,12 @@ struct KernelTmaWarpSpecializedCooperativeSmemTranspose {};
 // kRegisterA: A is split in registers, not in shared memory (sm90_tf32x3_register_a_mainloop.cuh).
 template <int kPromoteEvery, bool kOneTruncatedOperand = false, bool kRegisterA = false>
 struct KernelTmaWarpSpecializedCooperativeTf32x3 {};
+// Whether a mainloop schedule is one of the tf32x3 ones (Sm90Priority tells tf32x3 from tf32 by it).
+template <class Schedule>
+inline constexpr bool kIsTf32x3Schedule = false;
+template <int kPromoteEvery, bool kOneTruncatedOperand, bool kRegisterA>
+inline constexpr bool
+    kIsTf32x3Schedule<KernelTmaWarpSpecializedCooperativeTf32x3<kPromoteEvery, kOneTruncatedOperand, kRegisterA>> = true;
 
 // KMajor: the CollectiveMma CUTLASS's builder makes for the same element (float, tf32 math), tile,
 // cluster and stage count with K-major A and B (its TiledMma, TMA atoms and K-major layouts); for

@@ -150,6 +150,49 @@ def test_a_table_kernel_not_built_here_falls_back_to_the_rules(tables):
     assert "names sm90_bf16_rc_not_a_kernel, not built here" in plan["reason"]
 
 
+# Session 39's rules (cutlass_sm90_priority.cuh), each at a problem of the H100 sweep it was judged on:
+# (m, n, k, layouts, dtype, precision, the kernel the rules run).
+RULES_39 = [
+    # 16-bit, K <= 2048, 128x256 tiles filling the waves poorly: the narrowest persistent tile, not stream-K
+    (256, 256, 512, "rr", torch.bfloat16, None, "sm90_bf16_rr_128x64x64_c1x1_coop_persistent"),
+    (256, 256, 512, "rc", torch.float16, None, "sm90_f16_rc_128x64x64_c1x2_coop_persistent"),
+    # tf32 over K <= 512: the persistent kernel despite its poor waves (stream-K's split costs more)
+    (512, 512, 256, "rr", torch.float32, "tf32", "sm90_tf32_rr_128x256x32_c2x1_coop_persistent"),
+    (512, 512, 256, "cr", torch.float32, "tf32", "sm90_tf32_cr_256x128x32_c1x2_coop_persistent"),
+    # long K over 128x256 tiles whose last wave is under half full (320 tiles): stream-K 128x256 ...
+    (4096, 2560, 8192, "rr", torch.bfloat16, None, "sm90_bf16_rr_128x256x64_c2x1_coop_streamk"),
+    # ... not where the last wave is full (512 tiles) nor for short K
+    (4096, 4096, 4096, "rr", torch.bfloat16, None, "sm90_bf16_rr_128x256x64_c2x1_coop_persistent"),
+    (4096, 2560, 1024, "rr", torch.bfloat16, None, "sm90_bf16_rr_128x256x64_c2x1_coop_persistent"),
+    # x @ W.T split in parallel for K > 8192 over at least 256 rows, ahead of the one-wave 128x64 c1x2
+    (512, 2048, 16384, "rc", torch.bfloat16, None, "sm90_bf16_rc_128x256x64_c2x1_coop_splitk"),
+    (1024, 1024, 65536, "rc", torch.float16, None, "sm90_f16_rc_128x256x64_c2x1_coop_splitk"),
+]
+
+
+@pytest.mark.parametrize("m, n, k, layouts, dtype, precision, kernel", RULES_39,
+                         ids=[f"{m}x{n}x{k}-{lay}-{d}".replace("torch.", "") for m, n, k, lay, d, _, _ in RULES_39])
+def test_rules_of_session_39(m, n, k, layouts, dtype, precision, kernel):
+    if kernel not in {x["name"] for x in pg.kernels()}:
+        pytest.skip(f"{kernel} is not in this build")
+    a = meta(m, k, "row" if layouts[0] == "r" else "col", dtype)
+    b = meta(k, n, "row" if layouts[1] == "r" else "col", dtype)
+    heuristics.install([])
+    try:
+        assert pg.plan(a, b, precision=precision or "ieee", arch=90)["kernel"] == kernel
+    finally:
+        heuristics.install()
+
+
+def test_the_rc_split_k_rule_leaves_few_rows_and_short_k_to_the_others():
+    """x @ W.T split in parallel ran 1.2-1.3x slower at m <= 32 and 1.2-1.6x at k <= 4096 (session 39)."""
+    split = "sm90_bf16_rc_128x256x64_c2x1_coop_splitk"
+    if split not in {x["name"] for x in pg.kernels()}:
+        pytest.skip(f"{split} is not in this build")
+    for m, n, k in ((128, 2048, 16384), (512, 2048, 4096)):
+        assert rules_choice(meta(m, k), meta(k, n, "col")) != split
+
+
 def test_unaligned_operands_are_their_own_class():
     a = torch.empty(777, 1001, device="meta", dtype=torch.bfloat16)
     b = torch.empty(1001, 300, device="meta", dtype=torch.bfloat16)
