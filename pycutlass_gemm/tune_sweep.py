@@ -205,8 +205,8 @@ def run_sweep(problems: Sequence[tuple[Workload, Precision]], path: str, *, budg
     device = torch.device("cuda", torch.cuda.current_device())
     flush = flush_buffer(device)
     built = {k["name"] for k in _launch.kernels()}
-    kept = lambda k: (keep_unbuilt and k not in built) or (only is not None and not re.search(only, k))  # noqa: E731
-    unbuilt = frozenset(k for r in records.values() for key in ("ms", "refused") for k in r.get(key, {}) if kept(k))
+    not_timed = lambda k: (keep_unbuilt and k not in built) or (only is not None and not re.search(only, k))  # noqa: E731
+    unbuilt = frozenset(k for r in records.values() for key in ("ms", "refused") for k in r.get(key, {}) if not_timed(k))
     t0 = time.perf_counter()
     with open(path, "a") as f:
         for i, (w, p) in enumerate(todo):
