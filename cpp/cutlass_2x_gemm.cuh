@@ -52,6 +52,7 @@ class Cutlass2xGemm : public GemmKernel {
   using Arguments = typename Gemm::Arguments;
   static constexpr int kTileM = Gemm::ThreadblockShape::kM;
   static constexpr int kTileN = Gemm::ThreadblockShape::kN;
+  static constexpr int kTileK = Gemm::ThreadblockShape::kK;
   static constexpr Layout kLayoutA = std::is_same_v<LayoutA_, cutlass::layout::RowMajor> ? Layout::Row : Layout::Col;
   static constexpr Layout kLayoutB = std::is_same_v<LayoutB_, cutlass::layout::RowMajor> ? Layout::Row : Layout::Col;
   static_assert(!SplitK_::kParallel || std::is_same_v<typename Gemm::ElementC, float>,

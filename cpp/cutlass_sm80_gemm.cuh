@@ -117,10 +117,14 @@ class CutlassSm80Gemm
   // 2048x1001x2048 and 4096x1001x4096 rr bf16, where 128x128 ran 1.05x / 0.77x / 0.92x. With fewer
   // rows than two tile rows (96 x 50257 x 264) 128x128 was ahead (1.06x against 0.93x): the wide
   // tile then wastes the same rows on twice the columns and has half the tiles to spread.
+  // Nor for K shorter than one k tile (32): there is no A to read twice, and the 128x128 tile's twice as many
+  // tiles ran 0.835x the wide tile's time over the H100 sweep's 1573 such problems the rules gave the wide
+  // tile (unaligned bf16 / fp16, K < 32; faster at 1532, slower by > 3% at 10; session 39).
   static constexpr int kWideTileBonus = 5;
   int priority(const GemmProblem& p) const override {
     if (Base::kTileN <= 128) return this->info_.priority;
-    return p.m > Base::kTileM ? this->info_.priority + kWideTileBonus : this->info_.priority - kWideTileBonus;
+    return p.m > Base::kTileM && p.k >= Base::kTileK ? this->info_.priority + kWideTileBonus
+                                                      : this->info_.priority - kWideTileBonus;
   }
 };
 

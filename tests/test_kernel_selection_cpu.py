@@ -167,6 +167,8 @@ RULES_39 = [
     # x @ W.T split in parallel for K > 8192 over at least 256 rows, ahead of the one-wave 128x64 c1x2
     (512, 2048, 16384, "rc", torch.bfloat16, None, "sm90_bf16_rc_128x256x64_c2x1_coop_splitk"),
     (1024, 1024, 65536, "rc", torch.float16, None, "sm90_f16_rc_128x256x64_c2x1_coop_splitk"),
+    # unaligned (K = 7) and shorter than a k tile: SM80's 128x128 tile, not the wide one
+    (1000, 3000, 7, "rr", torch.bfloat16, None, "sm80_bf16_rr_128x128x32_a1_s2"),
 ]
 
 
