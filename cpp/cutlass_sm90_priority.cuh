@@ -206,7 +206,7 @@ class Sm90Priority {
   // 128x256's 100) unless 128x192 tiles fill the waves kWaveFillGain better (kWaveFill's problems:
   // 128x192 ran 0.87x its time there), behind stream-K 128x128 (90) elsewhere.
   static constexpr bool kWideStreamK = kStreamK && kTileM == 128 && kTileN == 256 && !kTransposed &&
-                                       !std::is_same_v<Element, float> && !kBias && !kAnyOutput && !kUnalignedInputs;
+                                       sizeof(Element) == 2 && !kBias && !kAnyOutput && !kUnalignedInputs;
   static constexpr int kWideStreamKPriority = 101, kNotWideStreamKPriority = 89;
   static constexpr int64_t kWideStreamKMinK = 4096;
   static bool splits_last_wave(const GemmProblem& p) {

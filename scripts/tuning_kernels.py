@@ -56,9 +56,10 @@ def candidates():
     ] + [  # bf16 parity on big shapes (issue 10): cuBLAS runs 256x128 tiles with clusters of 1x2 there.
         # H100, x cuBLAS, against the package's 128x256 c2x1 (swizzle 8): 1x2 equal or 0.01 behind
         # at 4096^3, 8192^3, 8192x14336x4096 rc, 8192x4096x14336 rr, and 0.42x at 8192x1024x4096 rc;
-        # 2x1 0.02-0.08 behind everywhere. And 1x2 in cr, for weight gradients with few columns, where 256x128
-        # tiles fill the waves as 128x256 ones cannot (8960x896x6000 cr: 245 tiles, 1.9 waves, against 280
-        # padded ones, 2.1; 128x128 c1x2 ran it at 0.62x cuBLAS, session 38): not yet timed
+        # 2x1 0.02-0.08 behind everywhere (session 39, 1x2: 4096^3 rr / rc 0.98 against 0.99). And 1x2 in cr, for
+        # weight gradients with few columns, where 256x128 tiles fill the waves as 128x256 ones cannot
+        # (8960x896x6000 cr: 245 tiles, 1.9 waves, against 280 padded ones, 2.1): 0.72x cuBLAS there (session 39),
+        # ahead of 128x128 c1x2's 0.60x and behind the registered 128x256 stream-K's 0.76x
         Kernel("sm90", "bf16", la_lb[0], la_lb[1], (256, 128, 64), cluster, "coop", "persistent")
         for la_lb, cluster in itertools.product(("rr", "rc", "cr"), ((1, 2), (2, 1))) if (la_lb, cluster) != ("cr", (2, 1))
     ] + [  # bf16 128x192 tiles by TMA in clusters of 1x1 (the package registers 2x1): H100, x cuBLAS,
