@@ -72,6 +72,14 @@ class Sm90Priority {
   // cr's 256x128 c1x2 0.909x (647); at K <= 1024, 0.891x but 143 problems slower by > 3%.
   static constexpr bool kTf32 = std::is_same_v<Element, float> && !kIsTf32x3Schedule<MainloopSchedule>;
   static constexpr int64_t kShortK = 512;
+  // fp32 (tf32, tf32x3) over K shorter than one k tile (32) and fewer 128x256 tiles than SMs -- outer
+  // products and their like, where the tensor cores multiply mostly padding and D is small -- ranks below
+  // the SIMT kernels (50 +- 5: IEEE fp32, more accurate than asked). Session 40, the H100 sweep (K of 1, 4
+  // and 16), where the rules ran these kernels: SIMT ran 0.614x their time over 1200 such problems (slower
+  // by > 3% at 8); with more tiles it is behind (K 16 over 4096x4096 rc: 1.50x), where they keep their rank.
+  static constexpr bool kFp32Operands = std::is_same_v<Element, float>;
+  static constexpr int kTileK = cute::size<2>(typename Gemm::TileShape{});
+  static constexpr int kShorterThanKTilePriority = 40;
   // 16-bit problems of K <= kShortKFewTiles whose 128x256 tiles fill the waves poorly (where the rules ran
   // stream-K 128x128) go to the narrowest persistent tiles, twice to four times as many CTAs with no K
   // split: first 128x64 (c1x1 where registered, else c1x2), then 128x128 c1x2, at kFewTilesPriority - 0, 1,
@@ -185,6 +193,12 @@ class Sm90Priority {
   // ranks at kSplitNPriority everywhere, so auto never picks it unless a measurement says where.
   static constexpr bool kSplitN = std::is_same_v<MainloopSchedule, KernelTmaWarpSpecializedCooperativeSplitN>;
   static constexpr int kSplitNPriority = 50;
+  // 64-row tiles of D (one consumer warpgroup a tile, ping-pong) are for x @ W.T over 512-1000 tokens with N
+  // of 768-1024, where 128-row tiles make too few CTAs (512x768: 48 of 128x64); elsewhere they are far
+  // behind (512x4096x4096 bf16: 0.65x cuBLAS against 128x128 c1x2's 0.90x). The measured table says where
+  // they lead; by rule they rank last.
+  static constexpr bool kSixtyFourRows = kTileM == 64 && !kTransposed;
+  static constexpr int kSixtyFourRowsPriority = 30;
   // 192x192 tiles of three consumer warpgroups along M (KernelTmaWarpSpecializedCooperative3WG,
   // sm90_three_warpgroup_kernel.cuh) are for problems whose tiles of it fill half the SMs and whose
   // waves of them compute kWaveFillGain more of the output than 128x256 tiles and at least as much as
@@ -213,6 +227,22 @@ class Sm90Priority {
     const int64_t tiles = Gemm::tiles_of(p), sms = sm90_tiles::sm_count_of(p), last = tiles % sms;
     return tiles > sms && last > 0 && 2 * last < sms;
   }
+  // tf32 cr's stream-K 256x128 tile (its persistent tile, one CTA a cluster) against stream-K 128x256 (both
+  // registered at 90; the first registered won the tie): session 40, the H100 sweep, where the rules ran
+  // either: 256x128 for m >= 256 and 128x256 below picks at 1.021x the fastest (within 3% at 80.5%), against
+  // 1.067x (75.6% with 256x128 everywhere: few rows leave its tile half empty). So 91 from 256 rows, 89 below.
+  // And like 16-bit's 128x256 stream-K, it goes first (101) where its tiles take more than one wave of SMs
+  // and at most three and leave the last under half full, over K >= 1024: there the persistent 256x128 c1x2
+  // ran 1.20x its time (104 problems, never faster by > 3%; at more waves stream-K was 1.03-1.12x slower).
+  static constexpr bool kTallStreamK = kStreamK && kTf32 && Gemm::kTileOfDM == 256 && Gemm::kTileOfDN == 128;
+  static constexpr int kTallStreamKMinM = 256, kTallStreamKMaxWaves = 3;
+  static constexpr int64_t kTallStreamKMinK = 1024;
+  static int tall_stream_k_priority(const GemmProblem& p, int registered) {
+    const int64_t tiles = Gemm::tiles_of(p), sms = sm90_tiles::sm_count_of(p);
+    if (p.k >= kTallStreamKMinK && tiles <= kTallStreamKMaxWaves * sms && splits_last_wave(p))
+      return kWideStreamKPriority;
+    return p.m >= kTallStreamKMinM ? registered + 1 : registered - 1;
+  }
 
   // The kernel's priority for p; `registered`: the one it was registered with (KernelInfo).
   static int of(const GemmProblem& p, int registered) {
@@ -230,7 +260,11 @@ class Sm90Priority {
         return tiles * 2 >= sms ? registered + kWideStagedBonus : registered - kWideStagedPenalty;
       return registered;
     }
+    if constexpr (kFp32Operands)
+      if (p.k < kTileK && sm90_tiles::tiles_of(p, 128, 256) < sm90_tiles::sm_count_of(p))
+        return kShorterThanKTilePriority;
     if constexpr (kSplitN) return kSplitNPriority;
+    if constexpr (kSixtyFourRows) return kSixtyFourRowsPriority;
     if constexpr (kThreeWarpgroups)
       return fills_waves(p, kWaveFillGain * wave_fill(p, 128, 256)) &&
                      own_wave_fill(p) >= std::max(wave_fill(p, 128, 192), wave_fill(p, 192, 128))
@@ -255,6 +289,7 @@ class Sm90Priority {
                      wave_fill(p, 128, 192) < kWaveFillGain * wave_fill(p, 128, 256)
                  ? kWideStreamKPriority
                  : kNotWideStreamKPriority;
+    if constexpr (kTallStreamK) return tall_stream_k_priority(p, registered);
     if constexpr (kQuadCluster) return kQuadClusterPriority;
     if constexpr (kOneWavePair) {
       const int64_t tiles = Gemm::tiles_of(p), sms = sm_count_of(p);

@@ -285,9 +285,21 @@ def all_kernels():
     # against the persistent 128x256: 4096x2560x28672 rr (320 tiles, 2.4 waves) 0.724 (0.94x) / 0.815,
     # 2048x5120x28672 rr 0.742 / 0.823, 4096x2560x8192 rc 0.222 (0.93x) / 0.245, 2560x4096x8192 cr 0.223 /
     # 0.245, 512x8960x18944 rc (140 tiles) 0.233 (1.02x) / 0.371, 512x8960x4864 rc 0.081 / 0.107, 8960x896x6000 cr
-    # 0.175 / 0.188 (auto's 128x128 c1x2: 0.222). CutlassSm90Gemm::priority ranks it (kWideStreamK).
-    for la_lb in ("rr", "rc", "cr"):
-        kernels.append(Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 256, 64), (2, 1), "coop", "streamk"))
+    # 0.175 / 0.188 (auto's 128x128 c1x2: 0.222). CutlassSm90Gemm::priority ranks it (kWideStreamK). fp16's
+    # twins, session 40 (x cuBLAS): 4096x2560x28672 rr 0.766 ms (0.99x), 512x8960x18944 rc 0.241 (1.03x).
+    for dtype in ["bf16", "f16"]:
+        for la_lb in ("rr", "rc", "cr"):
+            kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 256, 64), (2, 1), "coop", "streamk"))
+    # x @ W.T (rc) over 512-1000 tokens with N of 768-1024 and K <= 6144, where every 128-row kernel ran
+    # 0.73-0.86x cuBLAS (whose 48x64 to 80x128 tiles make 96-132 CTAs where 128x64 tiles make 48): 64-row
+    # tiles, one consumer warpgroup each, two of them ping-ponging (one's epilogue under the other's
+    # mainloop). H100, session 40, bf16, x cuBLAS against auto's 128x64 c1x4 / c1x2: 512x768x4096 64x64 c1x1
+    # 0.87x (0.73x), 512x768x768 0.93x (0.86x), 512x1024x6144 64x64 c1x2 0.85x (0.79x), 1000x768x3072 64x128
+    # 0.87x (0.82x); behind at 512x2560x3072 (0.61x against 0.76x) and 512x4096x4096 (0.65x / 0.90x). By rule
+    # they rank last (kSixtyFourRows); the measured table says where they lead.
+    for dtype in ["bf16", "f16"]:
+        for tile, cluster in (((64, 64, 64), (1, 1)), ((64, 64, 64), (1, 2)), ((64, 128, 64), (1, 1))):
+            kernels.append(Kernel("sm90", dtype, "r", "c", tile, cluster, "pingpong", "persistent"))
     # tf32 rr (run as D^T = B^T A^T like every tf32 rr kernel): the large-K workload 0.402 ms (1.10x)
     # against stream-K 128x256's 0.417, 512x512x65536 0.133 (1.23x) / 0.181, 1024x1024x16384 0.122 / 0.165.
     kernels.append(Kernel("sm90", "tf32", "r", "r", (128, 256, 32), (2, 1), "coop", "splitk"))

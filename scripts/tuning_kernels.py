@@ -161,14 +161,6 @@ def candidates():
         for tile in ((64, 16, 128), (64, 32, 128), (64, 16, 256))
     ] + [
         Kernel("sm90", "bf16", "r", "c", (128, 16, 128), (1, 1), "coop", "persistent", swap_ab=True),
-    ] + [  # x @ W.T over 512 tokens with K <= 6144 (512x768x4096, 512x1024x6144, 512x2560x3072 rc), where every
-        # registered kernel ran 0.75-0.80x cuBLAS (session 39): its 48x64 to 80x128 tiles with 8-15 stages make
-        # 96-132 CTAs (512x768: 11 x 12 tiles of 48x64), where 128x64 tiles make 48. One warpgroup a 64-row
-        # tile (ping-pong), 64 or 128 wide: not yet timed
-        Kernel("sm90", "bf16", "r", "c", tile, cluster, "pingpong", "persistent")
-        for tile, cluster in (((64, 64, 64), (1, 1)), ((64, 64, 64), (1, 2)), ((64, 128, 64), (1, 1)))
-    ] + [  # fp16 twins of bf16's 128x256 stream-K (registered in session 39, kWideStreamK): not yet timed
-        Kernel("sm90", "f16", la_lb[0], la_lb[1], (128, 256, 64), (2, 1), "coop", "streamk") for la_lb in ("rr", "rc", "cr")
     ] + [  # tf32 128x128 tiles in clusters of 2x1 beside the registered 1x2 one-wave pairs (rc, cc): H100, ms,
         # 2x1 / 1x2, 1024x2048x4096 rc 0.053 / 0.051, cc 0.054 / 0.052; 2048x1024x4096 rc 0.054 / 0.051,
         # 1024x2048x8192 rc 0.102 / 0.097, cc 0.104 / 0.096 (ahead only from two waves, where 128x256 leads)

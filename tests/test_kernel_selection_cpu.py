@@ -186,6 +186,49 @@ def test_rules_of_session_39(m, n, k, layouts, dtype, precision, kernel):
         heuristics.install()
 
 
+RULES_40 = [
+    # fp16's 128x256 stream-K twins take bf16's rule (kWideStreamK): long K, 320 / 140 tiles of 128x256
+    (4096, 2560, 8192, "rr", torch.float16, None, "sm90_f16_rr_128x256x64_c2x1_coop_streamk"),
+    (512, 8960, 18944, "rc", torch.float16, None, "sm90_f16_rc_128x256x64_c2x1_coop_streamk"),
+    (2560, 4096, 8192, "cr", torch.float16, None, "sm90_f16_cr_128x256x64_c2x1_coop_streamk"),
+    # fp32 over K shorter than a k tile with fewer 128x256 tiles than SMs: SIMT (IEEE), not the tf32 kernels ...
+    (1024, 4096, 4, "rr", torch.float32, "tf32", "simt_f32_rr_128x128x8_splitk"),
+    (512, 8192, 1, "cr", torch.float32, "tf32", "simt_f32_cr_128x128x8_splitk"),
+    (1024, 1024, 16, "rc", torch.float32, "tf32x3", "simt_f32_rc_128x128x8_splitk"),
+    # ... but with many tiles the tf32 kernel stays (K 16 over 4096x4096: SIMT 1.50x slower)
+    (4096, 4096, 16, "rc", torch.float32, "tf32", "sm90_tf32_rc_128x256x32_c2x1_coop_persistent"),
+    # tf32 cr stream-K: 256x128 from 256 rows (few tiles), 128x256 below
+    (1024, 1024, 8192, "cr", torch.float32, "tf32", "sm90_tf32_cr_256x128x32_c1x1_coop_streamk"),
+    (64, 4096, 65536, "cr", torch.float32, "tf32", "sm90_tf32_cr_128x256x32_c1x1_coop_streamk"),
+    # ... and ahead of the persistent 256x128 over 1-3 waves of its tiles with the last under half full:
+    # 4608x4096 has 18 x 32 = 576 tiles, 4.4 waves (persistent); 2304x4096 288, 2.2 waves (stream-K)
+    (2304, 4096, 4096, "cr", torch.float32, "tf32", "sm90_tf32_cr_256x128x32_c1x1_coop_streamk"),
+    (4608, 4096, 4096, "cr", torch.float32, "tf32", "sm90_tf32_cr_256x128x32_c1x2_coop_persistent"),
+]
+
+
+@pytest.mark.parametrize("m, n, k, layouts, dtype, precision, kernel", RULES_40,
+                         ids=[f"{m}x{n}x{k}-{lay}-{d}".replace("torch.", "") for m, n, k, lay, d, _, _ in RULES_40])
+def test_rules_of_session_40(m, n, k, layouts, dtype, precision, kernel):
+    test_rules_of_session_39(m, n, k, layouts, dtype, precision, kernel)
+
+
+PING_PONG_64_ROWS = [f"sm90_{d}_rc_64x{t}_pingpong_persistent" for d in ("bf16", "f16")
+                     for t in ("64x64_c1x1", "64x64_c1x2", "128x64_c1x1")]
+
+
+def test_64_row_ping_pong_tiles_run_where_the_table_says_never_by_rule():
+    """By rule they rank last (kSixtyFourRows: 0.65x cuBLAS at 512x4096x4096 against 0.90x); the H100 table
+    has them fastest at x @ W.T over 512 tokens with N = 768 (0.84-0.87x cuBLAS against 128x64 c1x4's 0.73x)."""
+    if not set(PING_PONG_64_ROWS) <= {x["name"] for x in pg.kernels()}:
+        pytest.skip("the 64-row ping-pong kernels are not in this build")
+    for m, n, k in ((512, 768, 4096), (512, 768, 768), (1000, 768, 3072), (512, 4096, 4096)):
+        for dtype in (torch.bfloat16, torch.float16):
+            assert rules_choice(meta(m, k, dtype=dtype), meta(k, n, "col", dtype)) not in PING_PONG_64_ROWS
+    if any(t["device"] == "NVIDIA H100 80GB HBM3" for t in heuristics.load_tables()):
+        assert pg.plan(meta(512, 4096), meta(4096, 768, "col"), arch=90)["kernel"] in PING_PONG_64_ROWS
+
+
 def test_the_rc_split_k_rule_leaves_few_rows_and_short_k_to_the_others():
     """x @ W.T split in parallel ran 1.2-1.3x slower at m <= 32 and 1.2-1.6x at k <= 4096 (session 39)."""
     split = "sm90_bf16_rc_128x256x64_c2x1_coop_splitk"
