@@ -187,13 +187,13 @@ def test_rules_of_session_39(m, n, k, layouts, dtype, precision, kernel):
 
 
 RULES_40 = [
-    # fp16's 128x256 stream-K twins take bf16's rule (kWideStreamK): long K, 320 / 140 tiles of 128x256
+    # fp16's 128x256 stream-K twins take bf16's rule (kWideStreamK): long K, 320 tiles of 128x256
     (4096, 2560, 8192, "rr", torch.float16, None, "sm90_f16_rr_128x256x64_c2x1_coop_streamk"),
-    (512, 8960, 18944, "rc", torch.float16, None, "sm90_f16_rc_128x256x64_c2x1_coop_streamk"),
+    (4096, 2560, 8192, "rc", torch.float16, None, "sm90_f16_rc_128x256x64_c2x1_coop_streamk"),
     (2560, 4096, 8192, "cr", torch.float16, None, "sm90_f16_cr_128x256x64_c2x1_coop_streamk"),
     # fp32 over K shorter than a k tile with fewer 128x256 tiles than SMs: SIMT (IEEE), not the tf32 kernels ...
     (1024, 4096, 4, "rr", torch.float32, "tf32", "simt_f32_rr_128x128x8_splitk"),
-    (512, 8192, 1, "cr", torch.float32, "tf32", "simt_f32_cr_128x128x8_splitk"),
+    (512, 8192, 4, "cr", torch.float32, "tf32", "simt_f32_cr_128x128x8_splitk"),
     (1024, 1024, 16, "rc", torch.float32, "tf32x3", "simt_f32_rc_128x128x8_splitk"),
     # ... but with many tiles the tf32 kernel stays (K 16 over 4096x4096: SIMT 1.50x slower)
     (4096, 4096, 16, "rc", torch.float32, "tf32", "sm90_tf32_rc_128x256x32_c2x1_coop_persistent"),
@@ -204,6 +204,9 @@ RULES_40 = [
     # 4608x4096 has 18 x 32 = 576 tiles, 4.4 waves (persistent); 2304x4096 288, 2.2 waves (stream-K)
     (2304, 4096, 4096, "cr", torch.float32, "tf32", "sm90_tf32_cr_256x128x32_c1x1_coop_streamk"),
     (4608, 4096, 4096, "cr", torch.float32, "tf32", "sm90_tf32_cr_256x128x32_c1x2_coop_persistent"),
+    # tf32 rc / cc over K <= 1024 whose 128x256 tiles fill the waves poorly: 128x128 c1x2 (twice the CTAs)
+    (512, 1024, 512, "rc", torch.float32, "tf32", "sm90_tf32_rc_128x128x32_c1x2_coop_persistent"),
+    (256, 256, 1024, "cc", torch.float32, "tf32", "sm90_tf32_cc_128x128x32_c1x2_coop_persistent"),
 ]
 
 
@@ -211,6 +214,19 @@ RULES_40 = [
                          ids=[f"{m}x{n}x{k}-{lay}-{d}".replace("torch.", "") for m, n, k, lay, d, _, _ in RULES_40])
 def test_rules_of_session_40(m, n, k, layouts, dtype, precision, kernel):
     test_rules_of_session_39(m, n, k, layouts, dtype, precision, kernel)
+
+
+def test_the_tf32_narrow_tile_rule_leaves_longer_k_to_the_splits():
+    narrow = "sm90_tf32_cc_128x128x32_c1x2_coop_persistent"
+    if narrow not in {x["name"] for x in pg.kernels()}:
+        pytest.skip(f"{narrow} is not in this build")
+    heuristics.install([])
+    try:
+        plan = pg.plan(meta(256, 4096, "col", torch.float32), meta(4096, 256, "col", torch.float32), precision="tf32",
+                       arch=90)
+    finally:
+        heuristics.install()
+    assert plan["kernel"] != narrow
 
 
 PING_PONG_64_ROWS = [f"sm90_{d}_rc_64x{t}_pingpong_persistent" for d in ("bf16", "f16")
