@@ -349,10 +349,14 @@ class SmallSideGemm final : public GemmKernel {
   // kernels are ahead of two tiles (0.52-0.94x). With a bias row the alternative is the 128x256
   // bias kernel, not the swap-AB one: above it for K >= 256 but where two 16-row tiles meet a short
   // K (<= 1024) and a tall W (>= 4096 rows) (session 24: 2.80x it, geomean of 772 problems, slower
-  // on 13, by at most 0.84x).
+  // on 13, by at most 0.84x). Under K = 256 only one 16-row tile against W of up to 4096 rows, without a bias
+  // row (session 40, the H100 sweep, x @ W.T with K of 1-255: 0.84x the rules' CUTLASS kernel over 136
+  // problems, faster by > 3% at 135; two tiles or a taller W 0.93-1.47x).
   int priority(const GemmProblem& p) const override {
     const int64_t rows = std::min(p.m, p.n), len = std::max(p.m, p.n);
-    if (p.sm < 90 || p.k < 256) return info_.priority;
+    if (p.sm < 90) return info_.priority;
+    if (p.k < 256)
+      return !has_bias_row(p) && rows <= 16 && len <= 4096 ? kMeasuredFastestPriority : info_.priority;
     const bool first = has_bias_row(p) ? rows <= 16 || p.k > 1024 || len < 4096
                                        : rows <= 16 || (p.k <= 8192 && len <= 4096);
     return first ? kMeasuredFastestPriority : info_.priority;

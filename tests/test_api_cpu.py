@@ -245,9 +245,10 @@ def test_small_mn_kernels_say_what_they_cannot_run(dtype):
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
 def test_small_mn_ranks_first_where_the_sweep_has_it_fastest(dtype):
     """Where no table decides (a bias row; a GPU without one), small_mn's priority puts it first on
-    sm_90 for decode shapes and one 16-row tile over a long K (split across blocks), and leaves K <
-    256, two 16-row tiles over a long K or a tall W, and with a bias row two tiles over a tall W and
-    short K to the CUTLASS kernels (the rules, SmallSideGemm::priority)."""
+    sm_90 for decode shapes and one 16-row tile over a long K (split across blocks), and for K < 256
+    one 16-row tile against W of up to 4096 rows; it leaves the rest of K < 256 (and with a bias row
+    all of it), two 16-row tiles over a long K or a tall W, and with a bias row two tiles over a tall W
+    and short K to the CUTLASS kernels (the rules, SmallSideGemm::priority)."""
     name = small_mn_built(dtype)
     mk = lambda rows, cols, layout: matrix(rows, cols, layout, dtype, device="meta")  # noqa: E731
 
@@ -260,7 +261,8 @@ def test_small_mn_ranks_first_where_the_sweep_has_it_fastest(dtype):
             assert plan(m, n, k) == name and plan(m, n, k, bias=True) == name
         assert plan(16, 4096, 16384) == name and plan(4, 256, 65536) == name  # long K, split across blocks
         assert plan(32, 4096, 16384) != name and plan(32, 8192, 4096) != name  # two tiles: long K, tall W
-        assert plan(16, 4096, 128) != name and plan(16, 4096, 128, bias=True) != name  # K < 256
+        assert plan(16, 4096, 128) == name and plan(4, 1024, 16) == name  # K < 256: one tile, W <= 4096 rows
+        assert plan(16, 4096, 128, bias=True) != name and plan(16, 8192, 128) != name and plan(32, 4096, 128) != name
         assert plan(32, 16384, 512, bias=True) != name  # two tiles, tall W, short K
     finally:
         heuristics.install()
