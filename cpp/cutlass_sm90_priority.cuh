@@ -92,14 +92,15 @@ class Sm90Priority {
   static constexpr int64_t kShortKFewTiles = 2048;
   static constexpr int kFewTilesPriority = 93;
   // tf32's 128x128 c1x2 (rc, cc) likewise for K <= kShortKFewTilesTf32, first there (kOneWavePairPriority:
-  // for K <= kShortK the persistent 128x256 keeps its 100, and 128x192's kWaveFill takes 101). Session 40, the H100 sweep, where the rules ran another kernel
-  // (persistent 128x256, stream-K, split-K): 0.799x its time over 825 problems (slower by > 3% at 12); with K
-  // up to 2048, 0.832x but 103 slower.
+  // for K <= kShortK the persistent 128x256 keeps its 100, and 128x192's kWaveFill takes 101). Session 40,
+  // the H100 sweep, where the rules ran another kernel (persistent 128x256, stream-K, split-K): 0.799x its
+  // time over 825 problems (slower by > 3% at 12); with K up to 2048, 0.832x but 103 slower.
   static constexpr bool kFewTilesNarrowTf32 = kTf32 && !kTransposed && !kStreamK && !kSplitK && kTileM == 128 &&
                                               kTileN == 128 && cute::size<1>(ClusterShape{}) == 2;
   static constexpr int64_t kShortKFewTilesTf32 = 1024;
-  static bool short_k_few_tiles(const GemmProblem& p) {
-    return p.k <= kShortKFewTiles && sm90_tiles::poor_waves(p, sm90_tiles::tiles_of(p, 128, 256), kPoorWaveEfficiency);
+  // K of at most max_k over 128x256 tiles that fill the waves poorly (the narrow-tile rules above).
+  static bool short_k_few_tiles(const GemmProblem& p, int64_t max_k) {
+    return p.k <= max_k && sm90_tiles::poor_waves(p, sm90_tiles::tiles_of(p, 128, 256), kPoorWaveEfficiency);
   }
   static constexpr int few_tiles_priority() {
     return kFewTilesPriority - (kTileN == 64 ? (cute::size<1>(ClusterShape{}) == 1 ? 0 : 1) : 2);
@@ -302,13 +303,11 @@ class Sm90Priority {
       const int64_t tiles = Gemm::tiles_of(p), sms = sm_count_of(p);
       if (p.n > kTileN && tiles <= sms && 2 * tiles >= sms) return kOneWavePairPriority;
       if constexpr (kFewTilesNarrowTf32)
-        if (p.k <= kShortKFewTilesTf32 &&
-            sm90_tiles::poor_waves(p, sm90_tiles::tiles_of(p, 128, 256), kPoorWaveEfficiency))
-          return kOneWavePairPriority;
-      return kFewTilesNarrow && short_k_few_tiles(p) ? few_tiles_priority() : kNotOneWavePairPriority;
+        if (short_k_few_tiles(p, kShortKFewTilesTf32)) return kOneWavePairPriority;
+      return kFewTilesNarrow && short_k_few_tiles(p, kShortKFewTiles) ? few_tiles_priority() : kNotOneWavePairPriority;
     }
     if (kNarrowN && p.n > kTileN)
-      return kFewTilesNarrow && short_k_few_tiles(p) ? few_tiles_priority() : kNotNarrowPriority;
+      return kFewTilesNarrow && short_k_few_tiles(p, kShortKFewTiles) ? few_tiles_priority() : kNotNarrowPriority;
     const int base = kNarrowN ? kNarrowPriority : registered;
     if (kStreamK || p.sm_count <= 0 || (kTf32 && p.k <= kShortK)) return base;
     const bool poor = sm90_tiles::poor_waves(p, Gemm::tiles_of(p), kPoorWaveEfficiency);

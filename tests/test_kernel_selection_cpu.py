@@ -41,10 +41,10 @@ def tables():
     heuristics.install()
 
 
-def rules_choice(a, b):
+def rules_choice(a, b, precision="ieee"):
     heuristics.install([])
     try:
-        return pg.plan(a, b, arch=90)["kernel"]
+        return pg.plan(a, b, precision=precision, arch=90)["kernel"]
     finally:
         heuristics.install()
 
@@ -175,15 +175,16 @@ RULES_39 = [
 @pytest.mark.parametrize("m, n, k, layouts, dtype, precision, kernel", RULES_39,
                          ids=[f"{m}x{n}x{k}-{lay}-{d}".replace("torch.", "") for m, n, k, lay, d, _, _ in RULES_39])
 def test_rules_of_session_39(m, n, k, layouts, dtype, precision, kernel):
+    check_rules_choice(m, n, k, layouts, dtype, precision, kernel)
+
+
+def check_rules_choice(m, n, k, layouts, dtype, precision, kernel):
+    """The rules run `kernel` for m x n x k (layouts of A and B as "rc"), where it is built."""
     if kernel not in {x["name"] for x in pg.kernels()}:
         pytest.skip(f"{kernel} is not in this build")
     a = meta(m, k, "row" if layouts[0] == "r" else "col", dtype)
     b = meta(k, n, "row" if layouts[1] == "r" else "col", dtype)
-    heuristics.install([])
-    try:
-        assert pg.plan(a, b, precision=precision or "ieee", arch=90)["kernel"] == kernel
-    finally:
-        heuristics.install()
+    assert rules_choice(a, b, precision or "ieee") == kernel
 
 
 RULES_40 = [
@@ -213,20 +214,15 @@ RULES_40 = [
 @pytest.mark.parametrize("m, n, k, layouts, dtype, precision, kernel", RULES_40,
                          ids=[f"{m}x{n}x{k}-{lay}-{d}".replace("torch.", "") for m, n, k, lay, d, _, _ in RULES_40])
 def test_rules_of_session_40(m, n, k, layouts, dtype, precision, kernel):
-    test_rules_of_session_39(m, n, k, layouts, dtype, precision, kernel)
+    check_rules_choice(m, n, k, layouts, dtype, precision, kernel)
 
 
 def test_the_tf32_narrow_tile_rule_leaves_longer_k_to_the_splits():
     narrow = "sm90_tf32_cc_128x128x32_c1x2_coop_persistent"
     if narrow not in {x["name"] for x in pg.kernels()}:
         pytest.skip(f"{narrow} is not in this build")
-    heuristics.install([])
-    try:
-        plan = pg.plan(meta(256, 4096, "col", torch.float32), meta(4096, 256, "col", torch.float32), precision="tf32",
-                       arch=90)
-    finally:
-        heuristics.install()
-    assert plan["kernel"] != narrow
+    a, b = meta(256, 4096, "col", torch.float32), meta(4096, 256, "col", torch.float32)
+    assert rules_choice(a, b, "tf32") != narrow
 
 
 PING_PONG_64_ROWS = [f"sm90_{d}_rc_64x{t}_pingpong_persistent" for d in ("bf16", "f16")
