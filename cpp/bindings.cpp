@@ -222,6 +222,7 @@ PYBIND11_MODULE(_C, m) {
       MeasuredTable table{t["source"].cast<std::string>(), t["device"].cast<std::string>(), t["sm"].cast<int>(),
                           t["sm_count"].cast<int>(), {}};
       table.kernels = t["kernels"].cast<std::vector<std::string>>();
+      if (t.contains("registered")) table.registered = t["registered"].cast<std::vector<std::string>>();
       const auto n_kernels = static_cast<int64_t>(table.kernels.size());
       for (const auto& [cls, rows] : t["classes"].cast<py::dict>()) {
         std::vector<MeasuredPoint> points;
@@ -247,8 +248,9 @@ PYBIND11_MODULE(_C, m) {
       out.push_back(std::move(table));
     }
     set_measured_tables(std::move(out));
-  }, "Replaces the measured tables plan() reads: dicts of source, device, sm, sm_count, kernels (names) and "
-     "classes ({problem class: [[m, n, k, batch, fastest kernel index, kernel index, permille, ...], ...]}).");
+  }, "Replaces the measured tables plan() reads: dicts of source, device, sm, sm_count, kernels (names), "
+     "classes ({problem class: [[m, n, k, batch, fastest kernel index, kernel index, permille, ...], ...]}) and "
+     "optionally registered (the kernels built when the table was swept).");
   m.def("problem_class", [](py::handle a, py::handle b, py::handle c, py::handle out, double beta, int precision) {
     TorchCall call = read_call(a, b, c, out, 1.0, beta, precision_of(precision), true, Mode::Plan);
     return problem_class(call.problem);

@@ -149,15 +149,19 @@ class CutlassSm90Gemm : public GemmKernel {
   static constexpr bool kFp32Subtiles =
       std::is_same_v<Element, float> && !kSplitK && !kBias &&
       std::is_same_v<EpilogueSchedule, cutlass::epilogue::TmaWarpSpecializedCooperative>;
-  // With delayed stores the subtiles of the epilogue they delay: the builder's (128 x 32), or the three
-  // warpgroups' (192 x 16 over 384 threads).
+  // With delayed stores the subtiles of the epilogue they delay: the builder's (128 x 32; 128 x 16 where
+  // 32 columns do not divide the tile's N: 80, 176), or the three warpgroups' (192 x 16 over 384 threads).
+  static constexpr int kCooperativeSubtileN =
+      cute::size<1>(TileShape{}) % sm90_detail::kBuilderCooperativeEpilogueN == 0
+          ? sm90_detail::kBuilderCooperativeEpilogueN
+          : 16;
   using CutlassEpilogue = typename std::conditional_t<
       kFp32Subtiles || kDelayStore,
       sm90_detail::SubtileTmaEpilogue<TileShape, ElementSource, LayoutC, ElementOut, LayoutD, FusionOp,
                                       (kThreeWarpgroups ? 3 : 2) * cutlass::NumThreadsPerWarpGroup,
                                       kFp32Subtiles      ? sm90_detail::kFp32EpilogueN
                                       : kThreeWarpgroups ? sm90_detail::k3WGEpilogueN
-                                                         : sm90_detail::kBuilderCooperativeEpilogueN,
+                                                         : kCooperativeSubtileN,
                                       kDelayStore>,
       sm90_detail::Epilogue<TileShape, ClusterShape, ElementSource, LayoutC,  // C
                             ElementOut, LayoutD,                               // D

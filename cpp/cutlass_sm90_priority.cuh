@@ -36,6 +36,25 @@ inline bool poor_waves(const GemmProblem& p, int64_t tiles, double efficiency) {
   return tiles < efficiency * static_cast<double>(waves * sms);
 }
 
+// Tiles of tile_m x tile_n (128 x 128 in clusters of 1x2 ...) that p launches: each side rounded up to
+// whole clusters, whose CTAs past the edge idle (7 N tiles in clusters of 1x2 launch 8).
+inline int64_t cluster_tiles_of(const GemmProblem& p, int64_t tile_m, int64_t tile_n, int64_t cluster_m,
+                                int64_t cluster_n) {
+  const int64_t m_tiles = (p.m + tile_m - 1) / tile_m, n_tiles = (p.n + tile_n - 1) / tile_n;
+  return (m_tiles + cluster_m - 1) / cluster_m * cluster_m * ((n_tiles + cluster_n - 1) / cluster_n * cluster_n) *
+         std::max<int64_t>(p.batch, 1);
+}
+
+// A persistent kernel of 128 x tile_n tiles, its time on p modelled as its waves of SMs times a tile's time,
+// tile_n + kTileOverheadColumns (a tile's fixed cost -- prologue, epilogue, the A half each warpgroup reads --
+// counted in columns). Fitted on session 41's H200 timings of 131 model shapes (bf16; notes/measurements.md):
+// overheads of 48-64 picked the fill tiles' problems best.
+inline constexpr int64_t kTileOverheadColumns = 64;
+inline int64_t modelled_time(const GemmProblem& p, int64_t tile_n, int64_t cluster_m, int64_t cluster_n) {
+  const int64_t sms = sm_count_of(p), tiles = cluster_tiles_of(p, 128, tile_n, cluster_m, cluster_n);
+  return (tiles + sms - 1) / sms * (tile_n + kTileOverheadColumns);
+}
+
 }  // namespace sm90_tiles
 
 // Gemm: a CutlassSm90Gemm, read for its choices (element, tile, cluster, schedules, flags).
@@ -88,7 +107,7 @@ class Sm90Priority {
   // rc 0.81x; cc has none of these tiles); with K <= 4096, 0.843x but slower by > 3% at 10.
   static constexpr bool kFewTilesNarrow = sizeof(Element) == 2 && !kTransposed && !kStreamK && !kSplitK &&
                                           !kBias && !kAnyOutput && !kUnalignedInputs && kTileM == 128 &&
-                                          (kTileN == 64 || (kTileN == 128 && cute::size<1>(ClusterShape{}) == 2));
+                                          (kTileN == 64 || (kTileN == 128 && cute::size(ClusterShape{}) == 2));
   static constexpr int64_t kShortKFewTiles = 2048;
   static constexpr int kFewTilesPriority = 93;
   // tf32's 128x128 c1x2 (rc, cc) likewise for K <= kShortKFewTilesTf32, first there (kOneWavePairPriority:
@@ -123,10 +142,23 @@ class Sm90Priority {
   // 128x128 c1x2 0.028 (128x64 c1x2 0.039, stream-K 0.035, 128x256 c2x1 0.045). First there, behind
   // the others elsewhere (for n <= the tile's N a cluster's second CTA has no tile; long K over fewer
   // tiles is split-K's: 256x256x524288).
-  static constexpr bool kOneWavePair = kTileM == 128 && kTileN <= 128 && cute::size<0>(ClusterShape{}) == 1 &&
-                                      cute::size<1>(ClusterShape{}) == 2 && !kTransposed && !kStreamK &&
-                                      !kSplitK && !kBias && !kAnyOutput && !kUnalignedInputs;
+  static constexpr bool kPairAlongM = cute::size<0>(ClusterShape{}) == 2 && cute::size<1>(ClusterShape{}) == 1;
+  static constexpr bool kOneWavePair =
+      kTileM == 128 && kTileN <= 128 &&
+      ((cute::size<0>(ClusterShape{}) == 1 && cute::size<1>(ClusterShape{}) == 2) || (kPairAlongM && kTileN == 128 && sizeof(Element) == 2)) &&
+      !kTransposed && !kStreamK && !kSplitK && !kBias && !kAnyOutput && !kUnalignedInputs;
   static constexpr int kOneWavePairPriority = 102, kNotOneWavePairPriority = 55;
+  // 16-bit 128x128 tiles come in clusters of 1x2 and of 2x1 (B multicast to two M tiles): of the two, the one
+  // whose clusters launch fewer tiles (cluster_tiles_of: 7 N tiles of 128 launch 8 in clusters of 1x2) takes
+  // the rules above, the other yields to it (kNotOneWavePairPriority); on a tie, 1x2. H200, session 41, where
+  // the rules ran 1x2 and 2x1 launches fewer: 2048x896x8960 rr 0.80x its time, 2048x896x3000 cr 0.89x,
+  // 1024x1600x1600 rr 0.95x; at equal launches within 4% (512x2560x3072 rc 1.00x, 512x3072x768 rr 1.04x).
+  static constexpr bool kPairOrientation = kOneWavePair && kTileN == 128 && sizeof(Element) == 2;  // tf32: 1x2 only
+  static bool other_orientation_launches_fewer(const GemmProblem& p) {
+    const int64_t along_n = sm90_tiles::cluster_tiles_of(p, 128, 128, 1, 2);
+    const int64_t along_m = sm90_tiles::cluster_tiles_of(p, 128, 128, 2, 1);
+    return kPairAlongM ? along_m >= along_n : along_m < along_n;
+  }
   // The 128x64 tile in clusters of 1x4 (A multicast to four N tiles: half the L2 traffic for A of
   // 1x2) is for x @ W.T over 64-128 tokens (H100, session 26: 64 x 4096 x 4096 0.022 ms, 0.99x
   // cuBLAS, against 1x2's 0.027), where the measured table has it fastest; by rule it ranks behind
@@ -231,10 +263,11 @@ class Sm90Priority {
                                        sizeof(Element) == 2 && !kBias && !kAnyOutput && !kUnalignedInputs;
   static constexpr int kWideStreamKPriority = 101, kNotWideStreamKPriority = 89;
   static constexpr int64_t kWideStreamKMinK = 4096;
-  static bool splits_last_wave(const GemmProblem& p) {
-    const int64_t tiles = Gemm::tiles_of(p), sms = sm90_tiles::sm_count_of(p), last = tiles % sms;
+  static bool splits_last_wave(const GemmProblem& p, int64_t tiles) {
+    const int64_t sms = sm90_tiles::sm_count_of(p), last = tiles % sms;
     return tiles > sms && last > 0 && 2 * last < sms;
   }
+  static bool splits_last_wave(const GemmProblem& p) { return splits_last_wave(p, Gemm::tiles_of(p)); }
   // tf32 cr's stream-K 256x128 tile (its persistent tile, one CTA a cluster) against stream-K 128x256 (both
   // registered at 90; the first registered won the tie): session 40, the H100 sweep, where the rules ran
   // either: 256x128 for m >= 256 and 128x256 below picks at 1.021x the fastest (within 3% at 80.5%), against
@@ -250,6 +283,40 @@ class Sm90Priority {
     if (p.k >= kTallStreamKMinK && tiles <= kTallStreamKMaxWaves * sms && splits_last_wave(p))
       return kWideStreamKPriority;
     return p.m >= kTallStreamKMinM ? registered + 1 : registered - 1;
+  }
+
+  // Fill tiles: 16-bit 128x160 tiles (and 128x80 with B K-major) in clusters of 2x1 (B, the weight of x @ W.T,
+  // multicast to two M tiles), as cuBLAS tiles x @ W.T over 512-2048 tokens (nvjet 80x128 at 512x2560x3072,
+  // 168x128 at 512x5120x3072, in its column-major terms): their N fills one or two waves where 128, 192 and 256
+  // columns leave SMs idle (512x5120: 128 tiles of 128x160, 108 of 128x192, 80 of 128x256). First where their
+  // modelled time (sm90_tiles::modelled_time) is kFillTileGain below that of every other 128-row persistent
+  // tile -- 64 and 128 (clusters of 1x2), 192 and 256 (2x1) -- and below the other fill width's (80 only with
+  // B K-major: MN-major, it was never ahead), with tiles for half the SMs, and not where the wide stream-K tile
+  // splits the last wave over long K (kWideStreamK); behind the others elsewhere. H200, session 41, over the 131
+  // model shapes (bf16 rr / rc / cr) against what the rules ran before: first at 19, faster at all 19 (0.83x the
+  // time at 512x2560x3072 rc, 0.88x at 512x5120x14336 rc, 0.83x at 4864x1600x2048 cr), 0.983x over all 131.
+  // A gain of 1.05 put them first at 21, also faster at all; 1.1 leaves less to the model on the H100, whose
+  // table did not time them (registry.cpp).
+  static constexpr bool kKMajorB = std::is_same_v<typename Gemm::UserLayoutB, cutlass::layout::ColumnMajor>;
+  static constexpr bool kFillTile = sizeof(Element) == 2 && !kTransposed && !kStreamK && !kSplitK && !kBias &&
+                                    !kAnyOutput && !kUnalignedInputs && kTileM == 128 &&
+                                    cute::size<0>(ClusterShape{}) == 2 && cute::size<1>(ClusterShape{}) == 1 &&
+                                    (kTileN == 160 || (kKMajorB && kTileN == 80));
+  static constexpr double kFillTileGain = 1.1;
+  static constexpr int kFillTilePriority = 106, kNotFillTilePriority = 50;
+  static bool fill_tile_first(const GemmProblem& p) {
+    using sm90_tiles::modelled_time;
+    if (2 * sm90_tiles::cluster_tiles_of(p, 128, kTileN, 2, 1) < sm90_tiles::sm_count_of(p)) return false;
+    if (p.k >= kWideStreamKMinK && splits_last_wave(p, sm90_tiles::tiles_of(p, 128, 256))) return false;
+    const int64_t mine = modelled_time(p, kTileN, 2, 1);
+    const int64_t others = std::min({modelled_time(p, 64, 1, 2), modelled_time(p, 128, 1, 2),
+                                     modelled_time(p, 192, 2, 1), modelled_time(p, 256, 2, 1)});
+    if (kFillTileGain * static_cast<double>(mine) > static_cast<double>(others)) return false;
+    if constexpr (kKMajorB) {  // the other fill width; a tie goes to the wider
+      const int64_t theirs = modelled_time(p, kTileN == 80 ? 160 : 80, 2, 1);
+      if (theirs < mine || (theirs == mine && kTileN == 80)) return false;
+    }
+    return true;
   }
 
   // The kernel's priority for p; `registered`: the one it was registered with (KernelInfo).
@@ -298,10 +365,13 @@ class Sm90Priority {
                  ? kWideStreamKPriority
                  : kNotWideStreamKPriority;
     if constexpr (kTallStreamK) return tall_stream_k_priority(p, registered);
+    if constexpr (kFillTile) return fill_tile_first(p) ? kFillTilePriority : kNotFillTilePriority;
     if constexpr (kQuadCluster) return kQuadClusterPriority;
     if constexpr (kOneWavePair) {
+      if constexpr (kPairOrientation)
+        if (other_orientation_launches_fewer(p)) return kNotOneWavePairPriority;
       const int64_t tiles = Gemm::tiles_of(p), sms = sm_count_of(p);
-      if (p.n > kTileN && tiles <= sms && 2 * tiles >= sms) return kOneWavePairPriority;
+      if ((kPairAlongM ? p.m > kTileM : p.n > kTileN) && tiles <= sms && 2 * tiles >= sms) return kOneWavePairPriority;
       if constexpr (kFewTilesNarrowTf32)
         if (short_k_few_tiles(p, kShortKFewTilesTf32)) return kOneWavePairPriority;
       return kFewTilesNarrow && short_k_few_tiles(p, kShortKFewTiles) ? few_tiles_priority() : kNotOneWavePairPriority;

@@ -105,6 +105,16 @@ std::string format_ratio(double r) {
 
 }  // namespace
 
+bool registered_before_table(const GemmProblem& p, const std::string& name) {
+  std::shared_lock lock(tables_mutex);
+  for (const Table& t : tables())
+    if (covers(t.meta, p)) {
+      const std::vector<std::string>& built = t.meta.registered;
+      return built.empty() || std::find(built.begin(), built.end(), name) != built.end();
+    }
+  return true;
+}
+
 std::string problem_class(const GemmProblem& p) {
   std::string c = std::string(dtype_name(p.dtype)) + " " + precision_name(p.precision) + " " +
                   layout_name(p.a.layout()) + " " + layout_name(p.b.layout()) + " ";

@@ -40,7 +40,10 @@ struct MeasuredTable {
   std::string device;  // the GPU model's name as the driver reports it
   int sm = 0, sm_count = 0;
   std::vector<std::string> kernels;  // the names the points index
+  // The kernels built when it was swept (empty: not recorded, as in tables before session 41); a kernel
+  // registered since is one the sweep could not time (registered_before_table).
   std::vector<std::pair<std::string, std::vector<MeasuredPoint>>> classes;  // problem_class() -> points
+  std::vector<std::string> registered;
 };
 
 // The class a problem's table entries are looked up in, e.g. "bfloat16 ieee row col aligned"
@@ -58,6 +61,10 @@ struct MeasuredChoice {
 // The table's choice for p, or nothing when no table covers p's device and class, or the nearest
 // point is farther than kMaxOctaves.
 std::optional<MeasuredChoice> measured_choice(const GemmProblem& p);
+// Whether the kernel `name` was built when the table that covers p's device was swept: false only where that
+// table records what was built (MeasuredTable::registered) and `name` is not among it. plan() judges a kernel
+// registered after the table by the rules.
+bool registered_before_table(const GemmProblem& p, const std::string& name);
 constexpr double kMaxOctaves = 4.0;
 // Between measured points the choice is the kernel with the least time over the points within this
 // many octaves of the nearest one (measured_choice says why). Over the H100 sweep (32525 points,

@@ -36,24 +36,11 @@ const GemmKernel& kernel_named(const std::string& name, DType dtype) {
   return *k;
 }
 
-Plan plan(const GemmProblem& p) {
-  std::string untuned_key, note;
-  if (autotune_enabled()) {
-    std::string key = tune_key(p);
-    if (std::optional<std::string> name = tuned_kernel(key)) {
-      const GemmKernel* k = find_kernel(*name, p.dtype);
-      if (k != nullptr && k->can_implement(p).empty())
-        return {k, "autotuned: fastest of the kernels timed for '" + key + "'", ""};
-      note = "autotuned " + *name + " cannot run it; ";
-    } else {
-      untuned_key = std::move(key);
-    }
-  }
-  if (std::optional<MeasuredChoice> measured = measured_choice(p)) {
-    if (measured->kernel != nullptr) return {measured->kernel, measured->reason, untuned_key};
-    note += measured->reason + "; ";
-  }
-  // Highest priority for this problem first; ties keep registration order.
+namespace {
+
+// The rules' choice: the kernel of the highest priority for p (ties keep registration order) that can
+// implement it. `note` starts its reason.
+Plan ruled_plan(const GemmProblem& p, const std::string& note, const std::string& untuned_key) {
   std::vector<const GemmKernel*> order = all_kernels();
   std::stable_sort(order.begin(), order.end(), [&p](const GemmKernel* x, const GemmKernel* y) {
     return x->priority(p) > y->priority(p);
@@ -79,6 +66,36 @@ Plan plan(const GemmProblem& p) {
     if (relevant) refused += (refused.empty() ? "" : "; ") + info.name + " (" + why + ")";
   }
   return {nullptr, "no kernel can implement the problem: " + refused, ""};
+}
+
+}  // namespace
+
+Plan plan(const GemmProblem& p) {
+  std::string untuned_key, note;
+  if (autotune_enabled()) {
+    std::string key = tune_key(p);
+    if (std::optional<std::string> name = tuned_kernel(key)) {
+      const GemmKernel* k = find_kernel(*name, p.dtype);
+      if (k != nullptr && k->can_implement(p).empty())
+        return {k, "autotuned: fastest of the kernels timed for '" + key + "'", ""};
+      note = "autotuned " + *name + " cannot run it; ";
+    } else {
+      untuned_key = std::move(key);
+    }
+  }
+  const std::optional<MeasuredChoice> measured = measured_choice(p);
+  if (measured && measured->kernel != nullptr) {
+    // A table knows only the kernels built when it was swept. A kernel registered since (session 41's fill
+    // tiles and 2x1 pairs, against the H100's table) is judged by the rules: where they put it first it runs,
+    // elsewhere the table decides.
+    const Plan ruled = ruled_plan(p, note, untuned_key);
+    if (ruled.kernel != nullptr && ruled.kernel != measured->kernel &&
+        !registered_before_table(p, ruled.kernel->info().name))
+      return {ruled.kernel, "registered after the measured table was swept: " + ruled.reason, untuned_key};
+    return {measured->kernel, note + measured->reason, untuned_key};
+  }
+  if (measured) note += measured->reason + "; ";
+  return ruled_plan(p, note, untuned_key);
 }
 
 }  // namespace pycutlass_gemm

@@ -118,6 +118,7 @@ def install(tables: list[dict] | None = None) -> list[dict]:
 
 
 def sweep_meta() -> dict:
-    """What a table records about where it was measured (besides device, sm and sm_count)."""
+    """What a table records about where it was measured (besides device, sm and sm_count), "registered" among it:
+    the kernels built there, which the sweep could time (plan() judges a kernel registered later by the rules)."""
     return {"measured": datetime.date.today().isoformat(), "torch": torch.__version__, "cuda": torch.version.cuda,
-            "driver": _C.driver_version()}
+            "driver": _C.driver_version(), "registered": sorted({k["name"] for k in _C.kernels()})}

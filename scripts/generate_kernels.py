@@ -64,6 +64,8 @@ SCHEDULE = {  # short name: (mainloop schedule, epilogue schedule, words)
     "coop3wg": ("KernelTmaWarpSpecializedCooperative3WG", "cutlass::epilogue::TmaWarpSpecializedCooperative",
                 "cooperative, three warpgroups along M"),
 }
+# The wgmma N CuTe's atom selector (cute/arch/mma_sm90.hpp, ss_op_selector) offers without its extended set
+STANDARD_WGMMA_N = (256, 192, 128, 96, 64, 32, 16, 8)
 # The constants cute/numeric/integral_constant.hpp names _N (a tile of 320 is cute::Int<320>)
 CUTE_NAMED = set(range(11)) | {12, 16, 24} | set(range(32, 257, 8)) | {384, 512}
 SCHEDULER = {"persistent": "cutlass::gemm::PersistentScheduler", "streamk": "cutlass::gemm::StreamKScheduler",
@@ -123,6 +125,12 @@ class Kernel:
         if self.family == "sm90" and self.scheduler == "splitk":
             return SM90_SPLIT_K_PRIORITY + (self.tile[1] > 128)
         return ANY_OUTPUT_PRIORITY if self.any_output else PRIORITY[self.scheduler]
+
+    @property
+    def extended_wgmma_n(self):
+        # CuTe picks the widest wgmma N that divides the tile's N; N = 80, 160 or 176 is in its extended set
+        # (CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED), without which a 128x80 tile runs five N = 16 wgmmas a k step
+        return self.family == "sm90" and self.tile[1] <= 256 and self.tile[1] not in STANDARD_WGMMA_N
 
     @property
     def transposed(self):
@@ -226,6 +234,8 @@ class Kernel:
         # stream-K scheduler does not compile with it (is_last_tile binds a const member to a reference).
         gdc = ("#define CUTLASS_ENABLE_GDC_FOR_SM90 1  // griddepcontrol in the kernel: cutlass_sm90_gemm.cuh\n"
                if self.family == "sm90" and self.scheduler != "streamk" else "")
+        if self.extended_wgmma_n:  # before the first include (translation_units.py keeps these in units of their own)
+            gdc += "#define CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED 1  // wgmma N of the tile: Kernel.extended_wgmma_n\n"
         return (f"{MARKER}\n{gdc}#include \"{header}\"\n\nnamespace pycutlass_gemm {{\n\n"
                 f"using Kernel_{self.name} = {self.kernel_type};\n\n"
                 f"const GemmKernel* make_{self.name}() {{\n"
@@ -358,6 +368,23 @@ def all_kernels():
         kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], tile, (1, 2), "coop", "persistent"))
     for dtype in ["bf16", "f16"]:
         kernels.append(Kernel("sm90", dtype, "r", "r", (128, 64, 64), (1, 2), "coop", "splitk"))
+    # ... and 128x128 in clusters of 2x1 (B multicast to two M tiles), for problems whose N tiles are odd: a 1x2
+    # cluster launches a CTA with no tile beside the last N tile (CutlassSm90Gemm::priority, kPairOrientation).
+    # H200, session 41, bf16, against 1x2: 2048x896x8960 rr 0.80x the time (0.98x cuBLAS, 1x2 0.77x),
+    # 2048x896x3000 cr 0.89x, 1024x1600x1600 rr 0.95x; within 4% where both launch as many.
+    for dtype, la_lb in itertools.product(["bf16", "f16"], ["rr", "cr", "rc"]):
+        kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 128, 64), (2, 1), "coop", "persistent"))
+    # Fill tiles: 128x160 (and 128x80 with B K-major) in clusters of 2x1, N widths that fill one or two waves of
+    # SMs where 128, 192 and 256 do not (cuBLAS runs 80- and 168-wide tiles of x @ W.T over 512 tokens; CuTe's
+    # extended wgmma N: Kernel.extended_wgmma_n), first where the modelled waves say so (CutlassSm90Gemm::priority,
+    # kFillTile). H200, session 41, bf16, x cuBLAS against what auto ran: 512x5120x3072 rc 160 0.97x (0.87x),
+    # 512x5120x14336 rc 160 1.01x (0.89x), 1000x2560x13824 rc 160 1.00x (0.88x), 1024x4864x896 rc 160 0.94x
+    # (0.84x), 512x2560x3072 rc 80 0.88x (0.73x), 256x4096x4096 rc 80 1.00x (0.91x); over the 131 model shapes
+    # (bf16 rr / rc / cr) 128x160 is the fastest kernel at 21 (by > 3%). 128x80 for rc only: with B MN-major
+    # (rr, cr) it was never ahead (scripts/tuning_kernels.py, with 128x176).
+    for dtype, la_lb, tile_n in itertools.product(["bf16", "f16"], ["rr", "rc", "cr"], [80, 160]):
+        if tile_n == 160 or la_lb == "rc":
+            kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, tile_n, 64), (2, 1), "coop", "persistent"))
     # x @ W.T over 64-128 tokens: the 128x64 tile in clusters of 1x4, A (the tokens) multicast to four
     # N tiles. H100, bf16, ms (x cuBLAS) against 1x2: 64x4096x4096 0.022 (0.99x) / 0.027 (0.81x),
     # 128x4096x4096 0.022 (1.01x) / 0.022, 128x14336x4096 1.08x / 1.06x, 128x11008x4096 1.07x / 1.04x;

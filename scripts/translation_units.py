@@ -16,13 +16,15 @@ UNIT_SIZE = 6
 
 def unit_group(kernel):
     """Kernels compile together only within one group: one family, one operand width, one mainloop and
-    the same griddepcontrol macro (Kernel.source() defines it before the first include, so a unit's
-    first file would define it for all: stream-K kernels, built without it, have units of their own)."""
+    the same griddepcontrol and extended-wgmma macros (Kernel.source() defines them before the first include,
+    so a unit's first file would define them for all: stream-K kernels, built without the first, and tiles of
+    80, 160 or 176 columns, built with the second, have units of their own)."""
     width = "16bit" if kernel.dtype in ("bf16", "f16") else kernel.dtype
     if kernel.family != "sm90":
         return f"{kernel.family}_{width}"
     mainloop = "coop" if kernel.dtype == "tf32x3" else kernel.schedule  # tf32x3: one mainloop, three forms
-    return f"sm90_{width}_{mainloop}" + ("_streamk" if kernel.scheduler == "streamk" else "")
+    return (f"sm90_{width}_{mainloop}" + ("_streamk" if kernel.scheduler == "streamk" else "") +
+            ("_extmma" if kernel.extended_wgmma_n else ""))
 
 
 def compile_cost(kernel):

@@ -91,9 +91,6 @@ def candidates():
         for la_lb in ("rr", "cr") for cluster in ((2, 2), (1, 4))
     ] + [
         Kernel("sm90", "bf16", "r", "r", (128, 64, 64), (2, 2), "coop", "splitk"),
-    ] + [  # 128x128 in clusters of 2x1 beside the registered 1x2 (H100, ms: 1024x2048x4096 cr 0.028 either
-        # way, 2048x1024x4096 rr 0.031 / 0.030; 2048^3 rr 0.031 / 0.034, where 128x256 c2x1 runs 0.028)
-        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 128, 64), (2, 1), "coop", "persistent") for la_lb in ("rr", "cr")
     ] + [  # the same 128 tiles of 1024 x 1024 as 64x128 (ping-pong: a warpgroup a tile; wgmma N 128 reads
         # half the shared memory a flop of N 64's): c1x1 0.026 ms, c2x1 0.023 (128x64 c1x2: 0.022);
         # K split in parallel 0.068 at 256x256x131072, as 128x64 c1x2
@@ -199,6 +196,21 @@ def candidates():
         # delay (cpp/cutlass_sm90_gemm.cuh, kMeasuredDelayStore: 128x256, 192x192, and since session 36 128x192
         # c2x1, 128x128 c1x2 and 128x64 c1x2, measured as candidates: equal or ahead by a digit of the bench's three)
         Kernel("sm90", "bf16", "r", "r", (128, 128, 64), (1, 1), "coop", "streamk", delay_store=True)
+    ] + [  # bf16 x @ W.T (rc) over 512-1024 tokens beside the fill tiles registered in session 41 (generate_kernels.py:
+        # 128 x 80 / 160 / 176 and 128x128 in clusters of 2x1). H200, session 41, x cuBLAS: 128x80 in clusters of 1x2
+        # 0.84x at 512x2560x3072 (2x1: 0.88x), 128x96 c1x2 0.83x at 512x3072x4096 (128x128 c1x2 0.80x) and 0.76x at
+        # 512x2560x3072, 128x64 in clusters of 4x1 0.90x at 1024x896x4096 (128x64 c1x2 0.84x) but 0.30x at
+        # 128x4096x4096 (one M tile: three of a cluster's four CTAs idle)
+        Kernel("sm90", "bf16", "r", "c", tile, cluster, "coop", "persistent")
+        for tile, cluster in (((128, 80, 64), (1, 2)), ((128, 96, 64), (1, 2)), ((128, 64, 64), (4, 1)))
+    ] + [  # ... and 128x80 in clusters of 2x1 with B MN-major (rr, cr): never the fastest over the 131 model shapes
+        # (H200, session 41), 1.2-2.7x the time of the best kernel there
+        Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 80, 64), (2, 1), "coop", "persistent")
+        for dtype, la_lb in itertools.product(["bf16", "f16"], ["rr", "cr"])
+    ] + [  # ... and 128x176 in clusters of 2x1 for rc (two waves where 128x192 leaves the second part idle): H200,
+        # session 41, bf16, x cuBLAS 0.91x at 512x11008x4096 (128x192 0.85x), 3000x3584x8960 0.91x the time of
+        # 128x256; the fill rule (kFillTile, gain 1.1) never puts it first: at most 7% less modelled time than 192
+        Kernel("sm90", dtype, "r", "c", (128, 176, 64), (2, 1), "coop", "persistent") for dtype in ("bf16", "f16")
     ] + [  # tf32x3 with the layouts' other mainloop (all_kernels: A split in registers or in shared memory)
         Kernel("sm90", "tf32x3", la_lb[0], la_lb[1], (128, 128, 32), (1, 1),
                {"rr": "cooptrunc", "rc": "cooptrunc", "cr": "coop", "cc": "coopregistera"}[la_lb], scheduler, promote=1)

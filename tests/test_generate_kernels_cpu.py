@@ -56,3 +56,15 @@ def test_tuning_candidates_generate_beside_the_registered_kernels(tmp_path):
     registered = {k.name for k in gen.all_kernels()}
     assert not [k.name for k in gen.tuning_kernels() if k.name in registered]
     assert gen.main(["--out", str(tmp_path), "--tuning"]) == 0
+
+
+def test_tiles_of_extended_wgmma_n_build_with_cutes_extended_shapes():
+    """CuTe's atom selector offers wgmma N = 80 or 160 only under CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED; without it
+    a 128x80 tile compiled to five N = 16 wgmmas a k step (session 41). The macro stays out of the other units."""
+    macro = "#define CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED"
+    by_name = {k.name: k for k in gen.all_kernels()}
+    for name in ("sm90_bf16_rc_128x80x64_c2x1_coop_persistent", "sm90_f16_cr_128x160x64_c2x1_coop_persistent"):
+        assert macro in prelude(by_name[name])
+    for name in ("sm90_bf16_rc_128x256x64_c2x1_coop_persistent", "sm90_bf16_rr_128x192x64_c2x1_coop_persistent",
+                 "sm90_f16_rc_128x128x64_c2x1_coop_persistent", "sm90_bf16_rc_128x32x128_c1x1_coop_streamk_swapab"):
+        assert macro not in prelude(by_name[name])

@@ -250,6 +250,63 @@ def test_the_rc_split_k_rule_leaves_few_rows_and_short_k_to_the_others():
         assert rules_choice(meta(m, k), meta(k, n, "col")) != split
 
 
+RULES_41 = [
+    # fill tiles (kFillTile): 128x160 in clusters of 2x1 where its N fills the waves (512x5120: 128 tiles against
+    # 108 of 128x192 and 80 of 128x256), in every layout; 128x80 with B K-major (512x2560: 128 tiles against 80)
+    (512, 5120, 3072, "rc", torch.bfloat16, None, "sm90_bf16_rc_128x160x64_c2x1_coop_persistent"),
+    (1000, 2560, 1024, "rc", torch.float16, None, "sm90_f16_rc_128x160x64_c2x1_coop_persistent"),
+    (512, 5120, 4096, "rr", torch.bfloat16, None, "sm90_bf16_rr_128x160x64_c2x1_coop_persistent"),
+    (1024, 5120, 2048, "cr", torch.float16, None, "sm90_f16_cr_128x160x64_c2x1_coop_persistent"),
+    (512, 2560, 3072, "rc", torch.bfloat16, None, "sm90_bf16_rc_128x80x64_c2x1_coop_persistent"),
+    # 128x128 pairs: clusters of 2x1 where 1x2 would launch a CTA beside an odd last N tile (7 and 13 N tiles) ...
+    (2048, 896, 8960, "rr", torch.bfloat16, None, "sm90_bf16_rr_128x128x64_c2x1_coop_persistent"),
+    (1024, 1600, 1600, "rr", torch.float16, None, "sm90_f16_rr_128x128x64_c2x1_coop_persistent"),
+    (2048, 896, 3000, "cr", torch.bfloat16, None, "sm90_bf16_cr_128x128x64_c2x1_coop_persistent"),
+    # ... and 1x2 where both launch as many (512x4096: 4 x 32 tiles)
+    (512, 4096, 4096, "rc", torch.bfloat16, None, "sm90_bf16_rc_128x128x64_c1x2_coop_persistent"),
+]
+
+
+@pytest.mark.parametrize("m, n, k, layouts, dtype, precision, kernel", RULES_41,
+                         ids=[f"{m}x{n}x{k}-{lay}-{d}".replace("torch.", "") for m, n, k, lay, d, _, _ in RULES_41])
+def test_rules_of_session_41(m, n, k, layouts, dtype, precision, kernel):
+    check_rules_choice(m, n, k, layouts, dtype, precision, kernel)
+
+
+def test_fill_tiles_leave_full_waves_and_long_k_stream_k_to_the_others():
+    """4096^3 fills the waves of 128x256 tiles; 4096x2560x8192's last wave of them is the wide stream-K's (320 tiles);
+    512x11008x4096's 128x160 tiles take three waves."""
+    fill = {f"sm90_{d}_{lay}_128x{n}x64_c2x1_coop_persistent" for d in ("bf16", "f16") for lay in ("rr", "rc", "cr")
+            for n in (80, 160)}
+    if not fill & {x["name"] for x in pg.kernels()}:
+        pytest.skip("the fill tiles are not in this build")
+    for m, n, k in ((4096, 4096, 4096), (4096, 2560, 8192), (512, 11008, 4096), (4096, 2560, 1024)):
+        assert rules_choice(meta(m, k), meta(k, n, "col")) not in fill
+
+
+def test_a_kernel_registered_after_the_table_runs_where_the_rules_put_it_first(tables):
+    """A table that records the kernels built when it was swept ("registered") keeps its word for those; one
+    registered since, which it could not time, runs where the rules put it first (the H100 table and session 41's
+    fill tiles)."""
+    a, b = meta(512, 3072), meta(3072, 5120, "col")
+    fill = rules_choice(a, b)
+    if fill != "sm90_bf16_rc_128x160x64_c2x1_coop_persistent":
+        pytest.skip("the fill tiles are not in this build")
+    table = fake_table([(512, 5120, 3072, 1, "fallback")])
+    tables([table])  # no "registered": every kernel counts as timed, the table decides
+    assert pg.plan(a, b, arch=90)["kernel"] == "fallback"
+    built = sorted(x["name"] for x in pg.kernels())
+    tables([{**table, "registered": built}])
+    assert pg.plan(a, b, arch=90)["kernel"] == "fallback"
+    tables([{**table, "registered": [name for name in built if name != fill]}])
+    plan = pg.plan(a, b, arch=90)
+    assert plan["kernel"] == fill and "registered after the measured table was swept" in plan["reason"]
+    # elsewhere the table still decides: at 4096^3 the rules run a kernel the table knows
+    c, d = meta(4096, 4096), meta(4096, 4096, "col")
+    tables([{**fake_table([(4096, 4096, 4096, 1, "fallback")]), "registered": [n for n in built if n != fill]}])
+    assert pg.plan(c, d, arch=90)["kernel"] == "fallback"
+
+
 def test_unaligned_operands_are_their_own_class():
     a = torch.empty(777, 1001, device="meta", dtype=torch.bfloat16)
     b = torch.empty(1001, 300, device="meta", dtype=torch.bfloat16)
