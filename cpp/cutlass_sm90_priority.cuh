@@ -290,9 +290,10 @@ class Sm90Priority {
   // 168x128 at 512x5120x3072, in its column-major terms): their N fills one or two waves where 128, 192 and 256
   // columns leave SMs idle (512x5120: 128 tiles of 128x160, 108 of 128x192, 80 of 128x256). First where their
   // modelled time (sm90_tiles::modelled_time) is kFillTileGain below that of every other 128-row persistent
-  // tile -- 64 and 128 (clusters of 1x2), 192 and 256 (2x1) -- and below the other fill width's (80 only with
-  // B K-major: MN-major, it was never ahead), with tiles for half the SMs, and not where the wide stream-K tile
-  // splits the last wave over long K (kWideStreamK); behind the others elsewhere. H200, session 41, over the 131
+  // tile -- 64 (no cluster), 128 (clusters of 1x2 or 2x1), 192 and 256 (2x1) -- and below the other fill
+  // width's (80 only with B K-major: MN-major, it was never ahead), with N wider than the tile and tiles for half
+  // the SMs (batches of N = 64 or 128 are the narrow tiles'), and not where the wide stream-K tile splits the
+  // last wave over long K (kWideStreamK); behind the others elsewhere. H200, session 41, over the 131
   // model shapes (bf16 rr / rc / cr) against what the rules ran before: first at 19, faster at all 19 (0.83x the
   // time at 512x2560x3072 rc, 0.88x at 512x5120x14336 rc, 0.83x at 4864x1600x2048 cr), 0.983x over all 131.
   // A gain of 1.05 put them first at 21, also faster at all; 1.1 leaves less to the model on the H100, whose
@@ -306,10 +307,11 @@ class Sm90Priority {
   static constexpr int kFillTilePriority = 106, kNotFillTilePriority = 50;
   static bool fill_tile_first(const GemmProblem& p) {
     using sm90_tiles::modelled_time;
-    if (2 * sm90_tiles::cluster_tiles_of(p, 128, kTileN, 2, 1) < sm90_tiles::sm_count_of(p)) return false;
+    if (p.n <= kTileN || 2 * sm90_tiles::cluster_tiles_of(p, 128, kTileN, 2, 1) < sm90_tiles::sm_count_of(p))
+      return false;
     if (p.k >= kWideStreamKMinK && splits_last_wave(p, sm90_tiles::tiles_of(p, 128, 256))) return false;
     const int64_t mine = modelled_time(p, kTileN, 2, 1);
-    const int64_t others = std::min({modelled_time(p, 64, 1, 2), modelled_time(p, 128, 1, 2),
+    const int64_t others = std::min({modelled_time(p, 64, 1, 1), modelled_time(p, 128, 1, 2), modelled_time(p, 128, 2, 1),
                                      modelled_time(p, 192, 2, 1), modelled_time(p, 256, 2, 1)});
     if (kFillTileGain * static_cast<double>(mine) > static_cast<double>(others)) return false;
     if constexpr (kKMajorB) {  // the other fill width; a tie goes to the wider

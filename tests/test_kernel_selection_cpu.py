@@ -282,6 +282,11 @@ def test_fill_tiles_leave_full_waves_and_long_k_stream_k_to_the_others():
         pytest.skip("the fill tiles are not in this build")
     for m, n, k in ((4096, 4096, 4096), (4096, 2560, 8192), (512, 11008, 4096), (4096, 2560, 1024)):
         assert rules_choice(meta(m, k), meta(k, n, "col")) not in fill
+    # batches of narrow N (attention's P @ V): N no wider than the tile is the narrow tiles' (H200, 32 x (1024x64x1024)
+    # rr: 128x64 1.08x cuBLAS, 128x160 0.73x)
+    for n in (64, 128):
+        a = torch.empty(32, 1024, 1024, device="meta", dtype=torch.bfloat16)
+        assert rules_choice(a, torch.empty(32, 1024, n, device="meta", dtype=torch.bfloat16)) not in fill
 
 
 def test_a_kernel_registered_after_the_table_runs_where_the_rules_put_it_first(tables):
