@@ -172,21 +172,6 @@ RULES_39 = [
 ]
 
 
-@pytest.mark.parametrize("m, n, k, layouts, dtype, precision, kernel", RULES_39,
-                         ids=[f"{m}x{n}x{k}-{lay}-{d}".replace("torch.", "") for m, n, k, lay, d, _, _ in RULES_39])
-def test_rules_of_session_39(m, n, k, layouts, dtype, precision, kernel):
-    check_rules_choice(m, n, k, layouts, dtype, precision, kernel)
-
-
-def check_rules_choice(m, n, k, layouts, dtype, precision, kernel):
-    """The rules run `kernel` for m x n x k (layouts of A and B as "rc"), where it is built."""
-    if kernel not in {x["name"] for x in pg.kernels()}:
-        pytest.skip(f"{kernel} is not in this build")
-    a = meta(m, k, "row" if layouts[0] == "r" else "col", dtype)
-    b = meta(k, n, "row" if layouts[1] == "r" else "col", dtype)
-    assert rules_choice(a, b, precision or "ieee") == kernel
-
-
 RULES_40 = [
     # fp16's 128x256 stream-K twins take bf16's rule (kWideStreamK): long K, 320 tiles of 128x256
     (4096, 2560, 8192, "rr", torch.float16, None, "sm90_f16_rr_128x256x64_c2x1_coop_streamk"),
@@ -209,12 +194,6 @@ RULES_40 = [
     (512, 1024, 512, "rc", torch.float32, "tf32", "sm90_tf32_rc_128x128x32_c1x2_coop_persistent"),
     (256, 256, 1024, "cc", torch.float32, "tf32", "sm90_tf32_cc_128x128x32_c1x2_coop_persistent"),
 ]
-
-
-@pytest.mark.parametrize("m, n, k, layouts, dtype, precision, kernel", RULES_40,
-                         ids=[f"{m}x{n}x{k}-{lay}-{d}".replace("torch.", "") for m, n, k, lay, d, _, _ in RULES_40])
-def test_rules_of_session_40(m, n, k, layouts, dtype, precision, kernel):
-    check_rules_choice(m, n, k, layouts, dtype, precision, kernel)
 
 
 def test_the_tf32_narrow_tile_rule_leaves_longer_k_to_the_splits():
@@ -267,10 +246,18 @@ RULES_41 = [
 ]
 
 
-@pytest.mark.parametrize("m, n, k, layouts, dtype, precision, kernel", RULES_41,
-                         ids=[f"{m}x{n}x{k}-{lay}-{d}".replace("torch.", "") for m, n, k, lay, d, _, _ in RULES_41])
-def test_rules_of_session_41(m, n, k, layouts, dtype, precision, kernel):
-    check_rules_choice(m, n, k, layouts, dtype, precision, kernel)
+RULES = [("39", *r) for r in RULES_39] + [("40", *r) for r in RULES_40] + [("41", *r) for r in RULES_41]
+
+
+@pytest.mark.parametrize("session, m, n, k, layouts, dtype, precision, kernel", RULES,
+                         ids=[f"session{s}-{m}x{n}x{k}-{lay}-{d}".replace("torch.", "") for s, m, n, k, lay, d, _, _ in RULES])
+def test_rules_of_sessions(session, m, n, k, layouts, dtype, precision, kernel):
+    """The rules run `kernel` for m x n x k (layouts of A and B as "rc"), where it is built."""
+    if kernel not in {x["name"] for x in pg.kernels()}:
+        pytest.skip(f"{kernel} is not in this build")
+    a = meta(m, k, "row" if layouts[0] == "r" else "col", dtype)
+    b = meta(k, n, "row" if layouts[1] == "r" else "col", dtype)
+    assert rules_choice(a, b, precision or "ieee") == kernel
 
 
 def test_fill_tiles_leave_full_waves_and_long_k_stream_k_to_the_others():
