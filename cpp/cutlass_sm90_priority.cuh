@@ -143,10 +143,11 @@ class Sm90Priority {
   // the others elsewhere (for n <= the tile's N a cluster's second CTA has no tile; long K over fewer
   // tiles is split-K's: 256x256x524288).
   static constexpr bool kPairAlongM = cute::size<0>(ClusterShape{}) == 2 && cute::size<1>(ClusterShape{}) == 1;
-  static constexpr bool kOneWavePair =
-      kTileM == 128 && kTileN <= 128 &&
-      ((cute::size<0>(ClusterShape{}) == 1 && cute::size<1>(ClusterShape{}) == 2) || (kPairAlongM && kTileN == 128 && sizeof(Element) == 2)) &&
-      !kTransposed && !kStreamK && !kSplitK && !kBias && !kAnyOutput && !kUnalignedInputs;
+  static constexpr bool kPairAlongN = cute::size<0>(ClusterShape{}) == 1 && cute::size<1>(ClusterShape{}) == 2;
+  static constexpr bool kOneWavePair = kTileM == 128 && kTileN <= 128 &&
+                                      (kPairAlongN || (kPairAlongM && kTileN == 128 && sizeof(Element) == 2)) &&
+                                      !kTransposed && !kStreamK && !kSplitK && !kBias && !kAnyOutput &&
+                                      !kUnalignedInputs;
   static constexpr int kOneWavePairPriority = 102, kNotOneWavePairPriority = 55;
   // 16-bit 128x128 tiles come in clusters of 1x2 and of 2x1 (B multicast to two M tiles): of the two, the one
   // whose clusters launch fewer tiles (cluster_tiles_of: 7 N tiles of 128 launch 8 in clusters of 1x2) takes
@@ -311,8 +312,9 @@ class Sm90Priority {
       return false;
     if (p.k >= kWideStreamKMinK && splits_last_wave(p, sm90_tiles::tiles_of(p, 128, 256))) return false;
     const int64_t mine = modelled_time(p, kTileN, 2, 1);
-    const int64_t others = std::min({modelled_time(p, 64, 1, 1), modelled_time(p, 128, 1, 2), modelled_time(p, 128, 2, 1),
-                                     modelled_time(p, 192, 2, 1), modelled_time(p, 256, 2, 1)});
+    const int64_t others = std::min({modelled_time(p, 64, 1, 1), modelled_time(p, 128, 1, 2),
+                                     modelled_time(p, 128, 2, 1), modelled_time(p, 192, 2, 1),
+                                     modelled_time(p, 256, 2, 1)});
     if (kFillTileGain * static_cast<double>(mine) > static_cast<double>(others)) return false;
     if constexpr (kKMajorB) {  // the other fill width; a tie goes to the wider
       const int64_t theirs = modelled_time(p, kTileN == 80 ? 160 : 80, 2, 1);
