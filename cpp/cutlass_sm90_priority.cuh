@@ -30,10 +30,12 @@ inline double wave_fill(const GemmProblem& p, int64_t tile_m, int64_t tile_n) {
   return tile_fill(p.m, p.n, p.batch, tile_m, tile_n, sm_count_of(p));
 }
 
+// The waves of SMs `tiles` tiles take, one tile an SM at a time.
+inline int64_t waves_of(const GemmProblem& p, int64_t tiles) { return (tiles + sm_count_of(p) - 1) / sm_count_of(p); }
+
 // Whether `tiles` tiles use fewer than `efficiency` of the slots of the waves of SMs they take.
 inline bool poor_waves(const GemmProblem& p, int64_t tiles, double efficiency) {
-  const int64_t sms = sm_count_of(p), waves = (tiles + sms - 1) / sms;
-  return tiles < efficiency * static_cast<double>(waves * sms);
+  return tiles < efficiency * static_cast<double>(waves_of(p, tiles) * sm_count_of(p));
 }
 
 // Tiles of tile_m x tile_n (128 x 128 in clusters of 1x2 ...) that p launches: each side rounded up to
@@ -51,8 +53,7 @@ inline int64_t cluster_tiles_of(const GemmProblem& p, int64_t tile_m, int64_t ti
 // overheads of 48-64 picked the fill tiles' problems best.
 inline constexpr int64_t kTileOverheadColumns = 64;
 inline int64_t modelled_time(const GemmProblem& p, int64_t tile_n, int64_t cluster_m, int64_t cluster_n) {
-  const int64_t sms = sm_count_of(p), tiles = cluster_tiles_of(p, 128, tile_n, cluster_m, cluster_n);
-  return (tiles + sms - 1) / sms * (tile_n + kTileOverheadColumns);
+  return waves_of(p, cluster_tiles_of(p, 128, tile_n, cluster_m, cluster_n)) * (tile_n + kTileOverheadColumns);
 }
 
 }  // namespace sm90_tiles
@@ -64,8 +65,13 @@ class Sm90Priority {
   using ClusterShape = typename Gemm::ClusterShape;
   using MainloopSchedule = typename Gemm::MainloopSchedule;
   static constexpr int kTileM = Gemm::kTileM, kTileN = Gemm::kTileN;
+  static constexpr int kClusterM = cute::size<0>(ClusterShape{}), kClusterN = cute::size<1>(ClusterShape{});
   static constexpr bool kTransposed = Gemm::kTransposed, kStreamK = Gemm::kStreamK, kSplitK = Gemm::kSplitK,
                         kBias = Gemm::kBias, kAnyOutput = Gemm::kAnyOutput, kUnalignedInputs = Gemm::kUnalignedInputs;
+  // A persistent kernel of D itself (not D^T), whole K a tile, A and B loaded and D stored by TMA, no bias row:
+  // the kernels the tile-shape rules below (few tiles, one-wave pairs, fill tiles) compare with one another.
+  static constexpr bool kPlainPersistent =
+      !kTransposed && !kStreamK && !kSplitK && !kBias && !kAnyOutput && !kUnalignedInputs;
 
   // wave_fill of the kernel's own tiles, in the user's D.
   static double own_wave_fill(const GemmProblem& p) {
@@ -105,9 +111,8 @@ class Sm90Priority {
   // 2 (ahead of stream-K's 90, behind split-K's 95). Session 39, the H100 sweep (bf16 and fp16, aligned):
   // 0.835x stream-K's time over 2465 problems (faster at 1724, never slower by > 3%; rr 0.80x, cr 0.79x,
   // rc 0.81x; cc has none of these tiles); with K <= 4096, 0.843x but slower by > 3% at 10.
-  static constexpr bool kFewTilesNarrow = sizeof(Element) == 2 && !kTransposed && !kStreamK && !kSplitK &&
-                                          !kBias && !kAnyOutput && !kUnalignedInputs && kTileM == 128 &&
-                                          (kTileN == 64 || (kTileN == 128 && cute::size(ClusterShape{}) == 2));
+  static constexpr bool kFewTilesNarrow = sizeof(Element) == 2 && kPlainPersistent && kTileM == 128 &&
+                                          (kTileN == 64 || (kTileN == 128 && kClusterM * kClusterN == 2));
   static constexpr int64_t kShortKFewTiles = 2048;
   static constexpr int kFewTilesPriority = 93;
   // tf32's 128x128 c1x2 (rc, cc) likewise for K <= kShortKFewTilesTf32, first there (kOneWavePairPriority:
@@ -115,14 +120,14 @@ class Sm90Priority {
   // the H100 sweep, where the rules ran another kernel (persistent 128x256, stream-K, split-K): 0.799x its
   // time over 825 problems (slower by > 3% at 12); with K up to 2048, 0.832x but 103 slower.
   static constexpr bool kFewTilesNarrowTf32 = kTf32 && !kTransposed && !kStreamK && !kSplitK && kTileM == 128 &&
-                                              kTileN == 128 && cute::size<1>(ClusterShape{}) == 2;
+                                              kTileN == 128 && kClusterN == 2;
   static constexpr int64_t kShortKFewTilesTf32 = 1024;
   // K of at most max_k over 128x256 tiles that fill the waves poorly (the narrow-tile rules above).
   static bool short_k_few_tiles(const GemmProblem& p, int64_t max_k) {
     return p.k <= max_k && sm90_tiles::poor_waves(p, sm90_tiles::tiles_of(p, 128, 256), kPoorWaveEfficiency);
   }
   static constexpr int few_tiles_priority() {
-    return kFewTilesPriority - (kTileN == 64 ? (cute::size<1>(ClusterShape{}) == 1 ? 0 : 1) : 2);
+    return kFewTilesPriority - (kTileN == 64 ? (kClusterN == 1 ? 0 : 1) : 2);
   }
   // A bias kernel is for bias rows; on other problems its plain twin (or anything else) goes first.
   static constexpr int kWithoutBiasPriority = 60;
@@ -142,12 +147,10 @@ class Sm90Priority {
   // 128x128 c1x2 0.028 (128x64 c1x2 0.039, stream-K 0.035, 128x256 c2x1 0.045). First there, behind
   // the others elsewhere (for n <= the tile's N a cluster's second CTA has no tile; long K over fewer
   // tiles is split-K's: 256x256x524288).
-  static constexpr bool kPairAlongM = cute::size<0>(ClusterShape{}) == 2 && cute::size<1>(ClusterShape{}) == 1;
-  static constexpr bool kPairAlongN = cute::size<0>(ClusterShape{}) == 1 && cute::size<1>(ClusterShape{}) == 2;
-  static constexpr bool kOneWavePair = kTileM == 128 && kTileN <= 128 &&
-                                      (kPairAlongN || (kPairAlongM && kTileN == 128 && sizeof(Element) == 2)) &&
-                                      !kTransposed && !kStreamK && !kSplitK && !kBias && !kAnyOutput &&
-                                      !kUnalignedInputs;
+  static constexpr bool kPairAlongM = kClusterM == 2 && kClusterN == 1;
+  static constexpr bool kPairAlongN = kClusterM == 1 && kClusterN == 2;
+  static constexpr bool kOneWavePair = kTileM == 128 && kTileN <= 128 && kPlainPersistent &&
+                                      (kPairAlongN || (kPairAlongM && kTileN == 128 && sizeof(Element) == 2));
   static constexpr int kOneWavePairPriority = 102, kNotOneWavePairPriority = 55;
   // 16-bit 128x128 tiles come in clusters of 1x2 and of 2x1 (B multicast to two M tiles): of the two, the one
   // whose clusters launch fewer tiles (cluster_tiles_of: 7 N tiles of 128 launch 8 in clusters of 1x2) takes
@@ -164,7 +167,7 @@ class Sm90Priority {
   // 1x2) is for x @ W.T over 64-128 tokens (H100, session 26: 64 x 4096 x 4096 0.022 ms, 0.99x
   // cuBLAS, against 1x2's 0.027), where the measured table has it fastest; by rule it ranks behind
   // the others (with fewer than four N tiles a cluster's CTAs idle, and 256 tokens ran 0.72x).
-  static constexpr bool kQuadCluster = cute::size<1>(ClusterShape{}) == 4;
+  static constexpr bool kQuadCluster = kClusterN == 4;
   static constexpr int kQuadClusterPriority = 54;
   // Tiles of 128x192 are for problems whose 128x256 tiles leave much of their last wave idle and
   // 128x192 ones fill it: 3072^3 has 288 tiles of 128x256 for 132 SMs (three waves, the last 18%
@@ -300,24 +303,23 @@ class Sm90Priority {
   // A gain of 1.05 put them first at 21, also faster at all; 1.1 leaves less to the model on the H100, whose
   // table did not time them (registry.cpp).
   static constexpr bool kKMajorB = std::is_same_v<typename Gemm::UserLayoutB, cutlass::layout::ColumnMajor>;
-  static constexpr bool kFillTile = sizeof(Element) == 2 && !kTransposed && !kStreamK && !kSplitK && !kBias &&
-                                    !kAnyOutput && !kUnalignedInputs && kTileM == 128 &&
-                                    cute::size<0>(ClusterShape{}) == 2 && cute::size<1>(ClusterShape{}) == 1 &&
+  static constexpr bool kFillTile = sizeof(Element) == 2 && kPlainPersistent && kTileM == 128 && kPairAlongM &&
                                     (kTileN == 160 || (kKMajorB && kTileN == 80));
   static constexpr double kFillTileGain = 1.1;
   static constexpr int kFillTilePriority = 106, kNotFillTilePriority = 50;
   static bool fill_tile_first(const GemmProblem& p) {
     using sm90_tiles::modelled_time;
-    if (p.n <= kTileN || 2 * sm90_tiles::cluster_tiles_of(p, 128, kTileN, 2, 1) < sm90_tiles::sm_count_of(p))
+    if (p.n <= kTileN ||
+        2 * sm90_tiles::cluster_tiles_of(p, 128, kTileN, kClusterM, kClusterN) < sm90_tiles::sm_count_of(p))
       return false;
     if (p.k >= kWideStreamKMinK && splits_last_wave(p, sm90_tiles::tiles_of(p, 128, 256))) return false;
-    const int64_t mine = modelled_time(p, kTileN, 2, 1);
+    const int64_t mine = modelled_time(p, kTileN, kClusterM, kClusterN);
     const int64_t others = std::min({modelled_time(p, 64, 1, 1), modelled_time(p, 128, 1, 2),
                                      modelled_time(p, 128, 2, 1), modelled_time(p, 192, 2, 1),
                                      modelled_time(p, 256, 2, 1)});
     if (kFillTileGain * static_cast<double>(mine) > static_cast<double>(others)) return false;
     if constexpr (kKMajorB) {  // the other fill width; a tie goes to the wider
-      const int64_t theirs = modelled_time(p, kTileN == 80 ? 160 : 80, 2, 1);
+      const int64_t theirs = modelled_time(p, kTileN == 80 ? 160 : 80, kClusterM, kClusterN);
       if (theirs < mine || (theirs == mine && kTileN == 80)) return false;
     }
     return true;

@@ -12,13 +12,16 @@
 // point's time carried to the problem by how the kernel's tiles fill it: kTileFillWeight); points
 // with m or n between octaves (1.5 x 2^i) take part only for problems between octaves too. Where
 // that kernel cannot run the problem (a beta it refuses), the next in that order does. A table
-// applies to the GPU model it was measured on (by name; when planning for an architecture without a
-// device, to the one of that compute capability and SM count); elsewhere the rules decide.
+// applies to the GPU model it was measured on (by name), and where no table names the GPU, to a model of the
+// same compute capability and SM count (an H200 plans by the H100's table; when planning for an architecture
+// without a device, likewise); elsewhere the rules decide.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "gemm_problem.h"
@@ -57,14 +60,13 @@ void set_measured_tables(std::vector<MeasuredTable> tables);
 struct MeasuredChoice {
   const GemmKernel* kernel;  // nullptr: the table's kernel is not built here or cannot run p
   std::string reason;
+  // The kernels built here that the table's sweep could not time (registered since; MeasuredTable::registered):
+  // plan() judges them by the rules. nullptr: none, or the table does not record what was built.
+  std::shared_ptr<const std::unordered_set<std::string>> registered_after;
 };
 // The table's choice for p, or nothing when no table covers p's device and class, or the nearest
 // point is farther than kMaxOctaves.
 std::optional<MeasuredChoice> measured_choice(const GemmProblem& p);
-// Whether the kernel `name` was built when the table that covers p's device was swept: false only where that
-// table records what was built (MeasuredTable::registered) and `name` is not among it. plan() judges a kernel
-// registered after the table by the rules.
-bool registered_before_table(const GemmProblem& p, const std::string& name);
 constexpr double kMaxOctaves = 4.0;
 // Between measured points the choice is the kernel with the least time over the points within this
 // many octaves of the nearest one (measured_choice says why). Over the H100 sweep (32525 points,

@@ -88,10 +88,12 @@ Plan plan(const GemmProblem& p) {
     // A table knows only the kernels built when it was swept. A kernel registered since (session 41's fill
     // tiles and 2x1 pairs, against the H100's table) is judged by the rules: where they put it first it runs,
     // elsewhere the table decides.
-    const Plan ruled = ruled_plan(p, note, untuned_key);
-    if (ruled.kernel != nullptr && ruled.kernel != measured->kernel &&
-        !registered_before_table(p, ruled.kernel->info().name))
-      return {ruled.kernel, "registered after the measured table was swept: " + ruled.reason, untuned_key};
+    if (measured->registered_after) {
+      const Plan ruled = ruled_plan(p, note, untuned_key);
+      if (ruled.kernel != nullptr && ruled.kernel != measured->kernel &&
+          measured->registered_after->count(ruled.kernel->info().name))
+        return {ruled.kernel, "registered after the measured table was swept: " + ruled.reason, untuned_key};
+    }
     return {measured->kernel, note + measured->reason, untuned_key};
   }
   if (measured) note += measured->reason + "; ";

@@ -1,4 +1,5 @@
-"""The measured heuristics table: what ``variant="auto"`` runs on the GPU model it was measured on.
+"""The measured heuristics table: what ``variant="auto"`` runs on the GPU model it was measured on (and on one of
+the same compute capability and SM count that has no table of its own: an H200 plans by the H100's).
 
 ``pycutlass-gemm tune --sweep`` times every kernel that can run each problem of a sweep
 (tune_sweep) and ``build_table`` keeps, per problem class (dtype, precision, layouts of A and B,
@@ -6,7 +7,7 @@
 within SLOWEST_KEPT of it. The package ships the tables in ``tables/`` and hands them to the C++
 core at import; its plan() takes a measured point's fastest kernel, and between points the kernel
 with the least time over the surrounding points of the problem's class (heuristics.h), and says so
-in its reason. On a GPU no table was measured on, the priority rules decide, as they do with
+in its reason. On a GPU no table covers, the priority rules decide, as they do with
 ``PYCUTLASS_GEMM_HEURISTICS=0``.
 """
 

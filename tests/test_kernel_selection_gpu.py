@@ -55,6 +55,28 @@ def test_measured_table_decides_on_its_own_gpu():
     assert rel(out, a.double() @ b.double()) <= tolerance(torch.bfloat16, "ieee", 4096)
 
 
+def test_a_table_of_the_same_chip_decides_on_a_gpu_without_its_own():
+    # An H200 has no table of its own; the H100's (sm_90, 132 SMs) decides there (heuristics.cpp, table_for)
+    name = torch.cuda.get_device_name()
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    tables = heuristics.load_tables()
+    if any(t["device"] == name for t in tables):
+        pytest.skip(f"{name} has a measured table of its own")
+    same = [t for t in tables if (t["sm"], t["sm_count"]) == (10 * props.major + props.minor, props.multi_processor_count)]
+    if not same:
+        pytest.skip(f"no measured table for a GPU of {name}'s compute capability and SM count")
+    a = matrix(4096, 4096, "row", torch.bfloat16)
+    b = matrix(4096, 4096, "col", torch.bfloat16)
+    plan = pg.plan(a, b)
+    assert plan["reason"].startswith(f"fastest measured: table measured on {same[0]['device']}"), plan
+    assert f"for this {name} (the same sm_{same[0]['sm']}, {same[0]['sm_count']} SMs)" in plan["reason"], plan
+    points = {tuple(p[:4]): same[0]["kernels"][p[4]] for p in same[0]["classes"]["bfloat16 ieee row col aligned"]}
+    assert plan["kernel"] == points[(4096, 4096, 4096, 1)]
+    out = torch.full((4096, 4096), float("nan"), device="cuda", dtype=torch.bfloat16)
+    pg.gemm(a, b, out=out)
+    assert rel(out, a.double() @ b.double()) <= tolerance(torch.bfloat16, "ieee", 4096)
+
+
 @pytest.mark.parametrize("dtype, layouts, shape", [
     (torch.bfloat16, ("row", "col"), (1000, 3000, 777)),
     (torch.bfloat16, ("col", "row"), (512, 1024, 2048)),
