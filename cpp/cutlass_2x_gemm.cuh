@@ -33,10 +33,13 @@
 namespace pycutlass_gemm {
 
 // How a family splits K: below `kTilesPerSmToSplit` output tiles per SM a problem is split into
-// slices of at least kMinKPerSlice, at most kMaxSlices of them, added serially or in parallel.
-template <int64_t kMinKPerSlice_, int64_t kMaxSlices_, int64_t kTilesPerSmToSplit_, bool kParallel_>
+// slices of at least kMinKPerSlice (kMinKPerSliceFewTiles where the tiles fill at most a quarter of
+// the SMs), at most kMaxSlices of them, added serially or in parallel.
+template <int64_t kMinKPerSlice_, int64_t kMaxSlices_, int64_t kTilesPerSmToSplit_, bool kParallel_,
+          int64_t kMinKPerSliceFewTiles_ = kMinKPerSlice_>
 struct SplitK {
   static constexpr int64_t kMinKPerSlice = kMinKPerSlice_;
+  static constexpr int64_t kMinKPerSliceFewTiles = kMinKPerSliceFewTiles_;
   static constexpr int64_t kMaxSlices = kMaxSlices_;
   static constexpr int64_t kTilesPerSmToSplit = kTilesPerSmToSplit_;  // x 1/denominator below
   static constexpr bool kParallel = kParallel_;
@@ -71,7 +74,7 @@ class Cutlass2xGemm : public GemmKernel {
     const int64_t tiles = ((p.m + kTileM - 1) / kTileM) * ((p.n + kTileN - 1) / kTileN);
     if (tiles * SplitK_::kTilesPerSmToSplit >= p.sm_count) return 1;
     const int64_t by_sms = p.sm_count / tiles;
-    const int64_t by_k = p.k / SplitK_::kMinKPerSlice;
+    const int64_t by_k = p.k / (4 * tiles <= p.sm_count ? SplitK_::kMinKPerSliceFewTiles : SplitK_::kMinKPerSlice);
     return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({by_sms, by_k, SplitK_::kMaxSlices})));
   }
 

@@ -22,8 +22,15 @@ using Gemm = cutlass::gemm::device::GemmUniversal<
     /*AlignmentA=*/1, /*AlignmentB=*/1, cutlass::arch::OpMultiplyAdd>;
 
 // Split below one tile per SM, slices of at least 256 of K, added in parallel (fp32 partials in
-// the workspace, then one reduction pass: no chain of fix-ups).
-using Split = SplitK<256, 65535, 1, /*kParallel=*/true>;
+// the workspace, then one reduction pass: no chain of fix-ups). Where the tiles fill at most a quarter of
+// the SMs, slices of at least 32 (four k tiles of 8): a slice's mainloop waits on memory about 0.7 us a k
+// tile when its CTA is alone on its SM, so 1 x 256 x 256 took 32 us on one slice (torch.matmul 5 us).
+// Session 42, H200, the SIMT kernels by name on 150 problems of the sweep where auto ran them and 16 larger
+// ones, this rule against 256 everywhere: 0.89x and 0.81x the time (x torch.matmul 0.60 -> 0.67, 0.72 -> 0.87;
+// 512x512x1024 0.035 -> 0.023 ms, 256x256x4096 0.032 -> 0.022, 16 x 1 x 256 0.028 -> 0.010); none slower where
+// the split changed. With more tiles it did not pay everywhere (1023x1023x255 cr, 64 tiles: 0.031 -> 0.050 ms on
+// two slices of 32), so they keep 256.
+using Split = SplitK<256, 65535, 1, /*kParallel=*/true, /*kMinKPerSliceFewTiles=*/32>;
 
 }  // namespace simt_detail
 
