@@ -99,20 +99,22 @@ bool between_octaves(double log2_size) {
 }
 bool between_octaves(double lm, double ln) { return between_octaves(lm) || between_octaves(ln); }
 
-// The table that decides for p: the one measured on p's GPU model; else one measured on a model of the same compute
-// capability and SM count (an H200 plans by the H100 80GB HBM3's table: one chip, 132 SMs, more and faster HBM),
-// or, planning for an architecture (no device), the one of that compute capability and SM count; else none.
-// Session 42, on an H200, the H100 table's picks against the rules' where they differ (3276 of 8847 problems of
-// the H100 sweep, timed back to back, L2 flushed): 0.899x the rules' time (geomean; bf16 0.893x, fp16 0.914x,
-// tf32 0.894x, fp32 0.852x, tf32x3 0.905x), faster by > 3% at 1983, slower by > 3% at 401.
-// Called with tables_mutex held.
-const Table* table_for(const GemmProblem& p) {
-  const Table* same_chip = nullptr;
+// The tables that may decide for p, in the order they are asked: those measured on p's GPU model, then those
+// measured on a model of the same compute capability and SM count (an H200 plans by the H100 80GB HBM3's table: one
+// chip, 132 SMs, more and faster HBM); planning for an architecture (no device), those of that compute capability
+// and SM count. The first that has p's class and a point within kMaxOctaves decides, so a table of the GPU's own
+// that measured some classes leaves the others to its chip's. Session 42, on an H200, the H100 table's picks
+// against the rules' where they differ (3276 of 8847 problems of the H100 sweep, timed back to back, L2 flushed):
+// 0.899x the rules' time (geomean; bf16 0.893x, fp16 0.914x, tf32 0.894x, fp32 0.852x, tf32x3 0.905x), faster by
+// > 3% at 1983, slower by > 3% at 401. Called with tables_mutex held.
+std::vector<const Table*> tables_for(const GemmProblem& p) {
+  std::vector<const Table*> own, same_chip;
   for (const Table& t : tables()) {
-    if (p.device_name != nullptr && t.meta.device == p.device_name) return &t;
-    if (same_chip == nullptr && t.meta.sm == p.sm && t.meta.sm_count == p.sm_count) same_chip = &t;
+    if (p.device_name != nullptr && t.meta.device == p.device_name) own.push_back(&t);
+    else if (t.meta.sm == p.sm && t.meta.sm_count == p.sm_count) same_chip.push_back(&t);
   }
-  return same_chip;
+  own.insert(own.end(), same_chip.begin(), same_chip.end());
+  return own;
 }
 
 std::string format_octaves(double d) {
@@ -167,11 +169,11 @@ void set_measured_tables(std::vector<MeasuredTable> in) {
 std::optional<MeasuredChoice> measured_choice(const GemmProblem& p) {
   if (has_bias_row(p) || p.a.layout() == Layout::Strided || p.b.layout() == Layout::Strided) return std::nullopt;
   std::shared_lock lock(tables_mutex);
-  if (const Table* found = table_for(p)) {
-    const Table& t = *found;
+  for (const Table* candidate : tables_for(p)) {
+    const Table& t = *candidate;
     const std::string cls = problem_class(p);
     auto it = t.classes.find(cls);
-    if (it == t.classes.end()) return std::nullopt;
+    if (it == t.classes.end()) continue;
     const double lm = log2_of(p.m), ln = log2_of(p.n), lk = log2_of(p.k), lb = log2_of(p.batch);
     // Points with m or n between octaves (the sweep measures bf16 and fp16 at 1536..12288) decide only
     // problems between octaves too: how tiles fill the SMs' waves differs between 3072 and 4096
@@ -183,11 +185,11 @@ std::optional<MeasuredChoice> measured_choice(const GemmProblem& p) {
     for (const Point& q : it->second.points)
       if (between || !q.between_octaves || !it->second.any_power_of_two_point)
         by_distance.emplace_back(std::abs(q.lm - lm) + std::abs(q.ln - ln) + std::abs(q.lk - lk) + std::abs(q.lb - lb), &q);
-    if (by_distance.empty()) return std::nullopt;
+    if (by_distance.empty()) continue;
     std::stable_sort(by_distance.begin(), by_distance.end(),
                      [](const auto& x, const auto& y) { return x.first < y.first; });
     const double nearest = by_distance.front().first;
-    if (nearest > kMaxOctaves) return std::nullopt;
+    if (nearest > kMaxOctaves) continue;
     // A measured point decides itself (its kernels by time there). Between points, the kernels by
     // their summed log time over the fastest at the points within kVoteOctaves of the nearest (a
     // kernel not kept at a point counts kSlowestKept there): a kernel a little behind at every

@@ -12,9 +12,10 @@
 // point's time carried to the problem by how the kernel's tiles fill it: kTileFillWeight); points
 // with m or n between octaves (1.5 x 2^i) take part only for problems between octaves too. Where
 // that kernel cannot run the problem (a beta it refuses), the next in that order does. A table
-// applies to the GPU model it was measured on (by name), and where no table names the GPU, to a model of the
-// same compute capability and SM count (an H200 plans by the H100's table; when planning for an architecture
-// without a device, likewise); elsewhere the rules decide.
+// applies to the GPU model it was measured on (by name), and to a model of the same compute capability and SM
+// count (an H200 plans by the H100's table; when planning for an architecture without a device, likewise): the
+// GPU's own tables are asked first, and the first table with the problem's class and a point within kMaxOctaves
+// decides; where none has, the rules do.
 #pragma once
 
 #include <cstdint>
@@ -64,8 +65,7 @@ struct MeasuredChoice {
   // plan() judges them by the rules. nullptr: none, or the table does not record what was built.
   std::shared_ptr<const std::unordered_set<std::string>> registered_after;
 };
-// The table's choice for p, or nothing when no table covers p's device and class, or the nearest
-// point is farther than kMaxOctaves.
+// The choice of the first table that covers p's device and class with a point within kMaxOctaves, or nothing.
 std::optional<MeasuredChoice> measured_choice(const GemmProblem& p);
 constexpr double kMaxOctaves = 4.0;
 // Between measured points the choice is the kernel with the least time over the points within this

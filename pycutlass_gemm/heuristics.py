@@ -1,5 +1,5 @@
 """The measured heuristics table: what ``variant="auto"`` runs on the GPU model it was measured on (and on one of
-the same compute capability and SM count that has no table of its own: an H200 plans by the H100's).
+the same compute capability and SM count, after that GPU's own tables: an H200 plans by the H100's).
 
 ``pycutlass-gemm tune --sweep`` times every kernel that can run each problem of a sweep
 (tune_sweep) and ``build_table`` keeps, per problem class (dtype, precision, layouts of A and B,

@@ -142,6 +142,18 @@ def test_no_table_choice_outside_its_class_region_or_device(tables):
     assert "measured" not in with_bias["reason"]  # a bias row: the rules pick the kernel that fuses it
 
 
+def test_a_table_of_the_same_chip_decides_what_the_first_leaves(tables):
+    # Planning for sm_90 with 132 SMs, both tables cover the problem; the first has no point of its class within
+    # 4 octaves (a partial table of a GPU's own), so the second decides (heuristics.cpp, tables_for)
+    a, b = meta(4096, 1024), meta(1024, 4096, "col")
+    second = fake_table([(4096, 4096, 1024, 1, "fallback")], device="NVIDIA Fake GPU B")
+    for first in (fake_table([(4096, 4096, 1024, 1, "fallback")], cls="bfloat16 ieee row row aligned"),
+                  fake_table([(16, 16, 16, 1, "fallback")])):
+        tables([first, second])
+        plan = pg.plan(a, b, arch=90)
+        assert plan["kernel"] == "fallback" and plan["reason"].startswith("fastest measured: test table for NVIDIA Fake GPU B")
+
+
 def test_a_table_kernel_not_built_here_falls_back_to_the_rules(tables):
     a, b = meta(4096, 1024), meta(1024, 4096, "col")
     tables([fake_table([(4096, 4096, 1024, 1, "sm90_bf16_rc_not_a_kernel")])])
