@@ -168,19 +168,19 @@ void set_measured_tables(std::vector<MeasuredTable> in) {
 
 std::optional<MeasuredChoice> measured_choice(const GemmProblem& p) {
   if (has_bias_row(p) || p.a.layout() == Layout::Strided || p.b.layout() == Layout::Strided) return std::nullopt;
+  const std::string cls = problem_class(p);
+  const double lm = log2_of(p.m), ln = log2_of(p.n), lk = log2_of(p.k), lb = log2_of(p.batch);
+  // Points with m or n between octaves (the sweep measures bf16 and fp16 at 1536..12288) decide only
+  // problems between octaves too: how tiles fill the SMs' waves differs between 3072 and 4096
+  // (3072^3 runs 128x192 tiles, 4096^3 128x256), and over the H100 sweep, judged at each
+  // power-of-two point from the others, their votes put 88.7% of the choices within 3% of the
+  // fastest where leaving them out puts 89.5% (geomean 1.027x against 1.025x the fastest).
+  const bool between = between_octaves(lm, ln);
   std::shared_lock lock(tables_mutex);
   for (const Table* candidate : tables_for(p)) {
     const Table& t = *candidate;
-    const std::string cls = problem_class(p);
     auto it = t.classes.find(cls);
     if (it == t.classes.end()) continue;
-    const double lm = log2_of(p.m), ln = log2_of(p.n), lk = log2_of(p.k), lb = log2_of(p.batch);
-    // Points with m or n between octaves (the sweep measures bf16 and fp16 at 1536..12288) decide only
-    // problems between octaves too: how tiles fill the SMs' waves differs between 3072 and 4096
-    // (3072^3 runs 128x192 tiles, 4096^3 128x256), and over the H100 sweep, judged at each
-    // power-of-two point from the others, their votes put 88.7% of the choices within 3% of the
-    // fastest where leaving them out puts 89.5% (geomean 1.027x against 1.025x the fastest).
-    const bool between = between_octaves(lm, ln);
     std::vector<std::pair<double, const Point*>> by_distance;
     for (const Point& q : it->second.points)
       if (between || !q.between_octaves || !it->second.any_power_of_two_point)
