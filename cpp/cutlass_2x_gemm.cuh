@@ -4,16 +4,16 @@
 // strided batch (mode kBatched), with C and D row-major.
 //
 // Split-K: when the output tiles cannot fill the SMs (the large-K workload, 256 x 256 x 524288,
-// is four 128 x 128 tiles), K is split so that about one thread block runs per SM, each slice
-// covering at least SplitK::kMinKPerSlice of K and at most SplitK::kMaxSlices slices. Two ways:
-//  - parallel (SplitK::kParallel; needs fp32 C and D, the SIMT kernels): mode
-//    kGemmSplitKParallel writes each slice's product into the workspace and
-//    sum_split_k_partials (split_k_reduce.h) adds them in a fixed order with the epilogue. On the
-//    H100 the serial chain below cost the large-K fp32 workload 0.28 ms (0.82x cuBLAS): 33 slices
-//    a tile, each waiting for the one before to read and write its 128 x 128 tile of D.
-//  - serial (the SM80 kernels, whose D is bf16/f16: fp32 partials would need another
-//    instantiation): mode kGemm with batch_count = slices, a semaphore per output tile in the
-//    workspace, slices adding into D in a fixed order.
+// is four 128 x 128 tiles), K is split so that about SplitK::kBlocksPerSm thread blocks run per SM,
+// each slice covering at least SplitK::kMinKPerSlice of K and at most SplitK::kMaxSlices slices. In
+// parallel: mode kGemmSplitKParallel writes each slice's product (alpha = 1, beta = 0) into the
+// workspace in C's element type -- fp32 for the SIMT kernels; bf16 / f16 for the SM80 ones, each
+// slice's sum rounded once -- and sum_split_k_partials (split_k_reduce.h) adds them in fp32, in a
+// fixed order, with the epilogue. Not serially (mode kGemm with slices, a semaphore per output
+// tile, each slice adding into D after the one before): that chain cost the large-K fp32
+// workload 0.28 ms on the H100 (0.82x cuBLAS; 33 slices a tile, each waiting for the one before
+// to read and write its 128 x 128 tile of D), and the SM80 kernels 0.43x torch.matmul over 78
+// few-tile problems of session 42's survey (H200, session 43; 1 x 15 x 4095 48 us against 7).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -32,17 +32,18 @@
 
 namespace pycutlass_gemm {
 
-// How a family splits K: below `kTilesPerSmToSplit` output tiles per SM a problem is split into
-// slices of at least kMinKPerSlice (kMinKPerSliceFewTiles where the tiles fill at most a quarter of
-// the SMs), at most kMaxSlices of them, added serially or in parallel.
-template <int64_t kMinKPerSlice_, int64_t kMaxSlices_, int64_t kTilesPerSmToSplit_, bool kParallel_,
+// How a family splits K: below `kTilesPerSmToSplit` output tiles per SM (x 1/denominator: a
+// problem splits when tiles * kTilesPerSmToSplit < SMs) a problem is split into slices of at least
+// kMinKPerSlice (kMinKPerSliceFewTiles where the tiles fill at most a quarter of the SMs), at most
+// kMaxSlices of them, for about kBlocksPerSm thread blocks an SM.
+template <int64_t kMinKPerSlice_, int64_t kMaxSlices_, int64_t kTilesPerSmToSplit_, int64_t kBlocksPerSm_,
           int64_t kMinKPerSliceFewTiles_ = kMinKPerSlice_>
 struct SplitK {
   static constexpr int64_t kMinKPerSlice = kMinKPerSlice_;
   static constexpr int64_t kMinKPerSliceFewTiles = kMinKPerSliceFewTiles_;
   static constexpr int64_t kMaxSlices = kMaxSlices_;
-  static constexpr int64_t kTilesPerSmToSplit = kTilesPerSmToSplit_;  // x 1/denominator below
-  static constexpr bool kParallel = kParallel_;
+  static constexpr int64_t kTilesPerSmToSplit = kTilesPerSmToSplit_;
+  static constexpr int64_t kBlocksPerSm = kBlocksPerSm_;
 };
 
 template <class Gemm_,       // cutlass::gemm::device::GemmUniversal<...>
@@ -58,8 +59,9 @@ class Cutlass2xGemm : public GemmKernel {
   static constexpr int kTileK = Gemm::ThreadblockShape::kK;
   static constexpr Layout kLayoutA = std::is_same_v<LayoutA_, cutlass::layout::RowMajor> ? Layout::Row : Layout::Col;
   static constexpr Layout kLayoutB = std::is_same_v<LayoutB_, cutlass::layout::RowMajor> ? Layout::Row : Layout::Col;
-  static_assert(!SplitK_::kParallel || std::is_same_v<typename Gemm::ElementC, float>,
-                "parallel split-K keeps the slices' partial sums in D's type: fp32 only");
+  // The slices' sums are written in C's element type: the accumulator's (SIMT), or D's (SM80).
+  static constexpr PartialType kPartials =
+      std::is_same_v<typename Gemm::ElementC, float> ? PartialType::kAccumulator : PartialType::kOutput;
 
   explicit Cutlass2xGemm(KernelInfo info) : info_(std::move(info)) {
     info_.tile_m = kTileM;  // one CTA a tile (and a K slice): no waves to fill
@@ -68,12 +70,12 @@ class Cutlass2xGemm : public GemmKernel {
 
   const KernelInfo& info() const override { return info_; }
 
-  // Slices of K for serial split-K (1: none). Batched problems are not split.
+  // Slices of K (1: none). Batched problems are not split.
   static int split_k_slices(const GemmProblem& p) {
     if (p.batch != 1 || p.sm_count <= 0) return 1;
     const int64_t tiles = ((p.m + kTileM - 1) / kTileM) * ((p.n + kTileN - 1) / kTileN);
     if (tiles * SplitK_::kTilesPerSmToSplit >= p.sm_count) return 1;
-    const int64_t by_sms = p.sm_count / tiles;
+    const int64_t by_sms = SplitK_::kBlocksPerSm * p.sm_count / tiles;
     const int64_t by_k = p.k / (4 * tiles <= p.sm_count ? SplitK_::kMinKPerSliceFewTiles : SplitK_::kMinKPerSlice);
     return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>({by_sms, by_k, SplitK_::kMaxSlices})));
   }
@@ -104,7 +106,7 @@ class Cutlass2xGemm : public GemmKernel {
     // (and unzeroed). Its grid has one z index per slice CUTLASS made of K (it rounds the slice
     // length, so there may be fewer than asked for).
     cutlass_adapter::run<Gemm>(info_.name, args, nullptr, stream);
-    sum_split_k_partials(p, static_cast<int>(Gemm::get_grid_shape(args).z), workspace);
+    sum_split_k_partials(p, static_cast<int>(Gemm::get_grid_shape(args).z), workspace, kPartials);
   }
 
  protected:
@@ -116,7 +118,7 @@ class Cutlass2xGemm : public GemmKernel {
     using cutlass::gemm::GemmUniversalMode;
     const bool batched = p.batch > 1;
     const int slices = batched ? 1 : split_k_slices(p);
-    if (SplitK_::kParallel && slices > 1) {
+    if (slices > 1) {
       // Each slice's alpha = 1, beta = 0 product, as an m x n row-major matrix at partials + z * m * n.
       typename Gemm::EpilogueOutputOp::Params unscaled(1.0f, 0.0f);
       return Arguments(GemmUniversalMode::kGemmSplitKParallel,

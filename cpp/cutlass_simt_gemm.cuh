@@ -30,7 +30,7 @@ using Gemm = cutlass::gemm::device::GemmUniversal<
 // 512x512x1024 0.035 -> 0.023 ms, 256x256x4096 0.032 -> 0.022, 16 x 1 x 256 0.028 -> 0.010); none slower where
 // the split changed. With more tiles it did not pay everywhere (1023x1023x255 cr, 64 tiles: 0.031 -> 0.050 ms on
 // two slices of 32), so they keep 256.
-using Split = SplitK<256, 65535, 1, /*kParallel=*/true, /*kMinKPerSliceFewTiles=*/32>;
+using Split = SplitK<256, 65535, /*kTilesPerSmToSplit=*/1, /*kBlocksPerSm=*/1, /*kMinKPerSliceFewTiles=*/32>;
 
 }  // namespace simt_detail
 

@@ -2,13 +2,16 @@
 // blocking that takes any layout, stride and alignment. Every faster kernel is
 // checked against it; whatever no faster kernel can implement runs here.
 //
-// A block computes a 128x128 tile of D with 256 threads, 8x8 outputs each.
-// Operand tiles are staged in shared memory as Acc (fp32, or fp64 for fp64
-// inputs), k-major, so the inner product reads one column of A and one row of
-// B per k step. When D has fewer tiles than the GPU has multiprocessors (small
-// M x N, large K), K is split across blocks: each writes its partial tile to
-// the workspace and a second kernel sums the partials in a fixed order
-// (deterministic, no atomics) and applies the epilogue.
+// A block of 256 threads computes a tile of D: 128x128 (8x8 outputs a thread),
+// or 32x32 (2x2 outputs a thread) for products with a skinny side: GEMV-like
+// products' 128x128 tiles are almost all padding that the threads multiply all
+// the same (1 x 16 x 65535 bf16 took 0.094 ms on the H200, torch.matmul 0.009:
+// session 42's survey). Operand tiles are staged in shared memory as Acc
+// (fp32, or fp64 for fp64 inputs), k-major, so the inner product reads one column
+// of A and one row of B per k step. When D has too few tiles to fill the
+// multiprocessors (small M x N, large K), K is split across blocks: each writes
+// its partial tile to the workspace and a second kernel sums the partials in a
+// fixed order (deterministic, no atomics) and applies the epilogue.
 #include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
@@ -20,28 +23,59 @@
 namespace pycutlass_gemm {
 namespace {
 
-constexpr int kTileM = 128, kTileN = 128, kTileK = 16;
 constexpr int kThreadsM = 16, kThreadsN = 16;  // 256 threads
 constexpr int kThreads = kThreadsM * kThreadsN;
-constexpr int kOutM = kTileM / kThreadsM, kOutN = kTileN / kThreadsN;  // 8 x 8 outputs a thread
-constexpr int64_t kMinKPerSplit = 256;
+constexpr int kRowsPerBlock = 128;  // the wide tile's; the narrow tile is used only where its rows fit the grid
+
+// A tile of D (kOutM x kOutN outputs a thread) and how K is split over it.
+template <int kOutM_, int kOutN_, int kTileK_, int64_t kMinKPerSplit_, int64_t kBlocksPerSm_>
+struct Tiling {
+  static constexpr int kOutM = kOutM_, kOutN = kOutN_;
+  static constexpr int kTileM = kThreadsM * kOutM, kTileN = kThreadsN * kOutN, kTileK = kTileK_;
+  static constexpr int64_t kMinKPerSplit = kMinKPerSplit_;
+  static constexpr int64_t kBlocksPerSm = kBlocksPerSm_;  // blocks a split aims for (about what fit on an SM)
+};
+using WideTiling = Tiling<8, 8, 16, 256, 2>;  // 128x128
+// 32x32: 8 KiB of shared memory and few registers a block, so a split aims at 4 blocks an SM, slices of 128.
+using NarrowTiling = Tiling<2, 2, 32, 128, 4>;
+
+template <class Tiles>
+int64_t padded_area(const GemmProblem& p) {
+  return (p.m + Tiles::kTileM - 1) / Tiles::kTileM * Tiles::kTileM * ((p.n + Tiles::kTileN - 1) / Tiles::kTileN) *
+         Tiles::kTileN;
+}
+
+// The narrow tile multiplies a quarter as fast (a thread's 2x2 outputs take 4 shared-memory loads a k, the wide
+// tile's 8x8 take 16), so it runs where the wide tiles would multiply at least 4x its padded area: a side of at
+// most 16, or of at most 64 against a side that the wide tile pads too (64 x 4). Session 43, H200, the 48 problems
+// of session 42's survey where auto ran the fallback (bf16 / fp16 of 1-512 x 1-256 with K of 4096-65536, unaligned
+// or MN-major; tf32 1 x 15 x 255; tf32x3 65536 x 1 x 1), x torch.matmul: 0.18x with the wide tile, 0.48x with this
+// (1 x 16 x 65535 rc bf16 94 -> 29 us, 64 x 1 x 16384 cr 51 -> 14). Tried: 128x8 and 8x128 tiles (threads 64 x 4 and
+// 4 x 64) where they pad less, 0.42x -- they make half as many blocks a split, each waiting on its loads; slices of
+// 32 for 8 blocks an SM, 0.48x.
+bool narrow_tiles(const GemmProblem& p) {
+  return padded_area<WideTiling>(p) >= 4 * padded_area<NarrowTiling>(p) &&
+         (p.m + NarrowTiling::kTileM - 1) / NarrowTiling::kTileM <= 65535;
+}
 
 struct SplitK {
   int splits;           // blocks sharing the K range of one output tile
   int64_t k_per_split;  // a multiple of kTileK
 };
 
+template <class Tiles>
 SplitK choose_split(const GemmProblem& p) {
-  const int64_t tiles = ((p.m + kTileM - 1) / kTileM) * ((p.n + kTileN - 1) / kTileN) * p.batch;
-  const int64_t sms = p.sm_count > 0 ? p.sm_count : 132;
+  const int64_t tiles =
+      ((p.m + Tiles::kTileM - 1) / Tiles::kTileM) * ((p.n + Tiles::kTileN - 1) / Tiles::kTileN) * p.batch;
+  const int64_t blocks = (p.sm_count > 0 ? p.sm_count : 132) * Tiles::kBlocksPerSm;
   int64_t splits = 1;
-  if (tiles < sms && p.k >= 2 * kMinKPerSplit) {
-    splits = std::min<int64_t>((2 * sms + tiles - 1) / tiles, p.k / kMinKPerSplit);
+  if (2 * tiles < blocks && p.k >= 2 * Tiles::kMinKPerSplit) {
+    splits = std::min<int64_t>((blocks + tiles - 1) / tiles, p.k / Tiles::kMinKPerSplit);
     splits = std::min<int64_t>(splits, 65535 / p.batch);
     splits = std::max<int64_t>(splits, 1);
   }
   int64_t k_per_split = (p.k + splits - 1) / splits;
-  k_per_split = (k_per_split + kTileK - 1) / kTileK * kTileK;
+  k_per_split = (k_per_split + Tiles::kTileK - 1) / Tiles::kTileK * Tiles::kTileK;
   splits = std::max<int64_t>(1, (p.k + k_per_split - 1) / k_per_split);  // no empty split
   return {static_cast<int>(splits), k_per_split};
 }
@@ -68,12 +102,14 @@ __device__ __forceinline__ void load_tile(Acc (&tile)[kCols][kRows + 1], const T
   }
 }
 
-template <typename T, bool kAStepsK, bool kBStepsK>
+template <class Tiles, typename T, bool kAStepsK, bool kBStepsK>
 __global__ void __launch_bounds__(kThreads)
     fallback_gemm_kernel(int64_t m, int64_t n, int64_t k, int64_t batch, StridedMatrix<T> a, StridedMatrix<T> b,
                          StridedMatrix<T> c, StridedMatrix<T> d, double alpha, double beta, SplitK split,
                          typename AccumulatorOf<T>::type* partials) {
   using Acc = typename AccumulatorOf<T>::type;
+  constexpr int kTileM = Tiles::kTileM, kTileN = Tiles::kTileN, kTileK = Tiles::kTileK;
+  constexpr int kOutM = Tiles::kOutM, kOutN = Tiles::kOutN;
   __shared__ Acc a_tile[kTileK][kTileM + 1];  // +1: threads storing along K hit distinct banks
   __shared__ Acc b_tile[kTileK][kTileN + 1];
 
@@ -127,10 +163,12 @@ __global__ void __launch_bounds__(kThreads)
 class FallbackGemm final : public StridedGemmKernel {
  public:
   explicit FallbackGemm(DType dtype)
-      : StridedGemmKernel("fallback", dtype, "128x128x16, 8x8 per thread, split-K when tiles < SMs", 0, kTileM) {}
+      : StridedGemmKernel("fallback", dtype,
+                          "128x128x16, 8x8 per thread (32x32x32, 2x2, for a skinny D), split-K when tiles < SMs",
+                          0, kRowsPerBlock) {}
 
   size_t workspace_size(const GemmProblem& p) const override {
-    const SplitK split = choose_split(p);
+    const SplitK split = narrow_tiles(p) ? choose_split<NarrowTiling>(p) : choose_split<WideTiling>(p);
     if (split.splits == 1) return 0;
     const size_t acc_bytes = p.dtype == DType::F64 ? 8 : 4;
     return size_t(split.splits) * p.batch * p.m * p.n * acc_bytes;
@@ -138,11 +176,21 @@ class FallbackGemm final : public StridedGemmKernel {
 
   void run(const GemmProblem& p, void* workspace) const override {
     if (p.m == 0 || p.n == 0) return;
-    const SplitK split = choose_split(p);
+    if (narrow_tiles(p))
+      launch<NarrowTiling>(p, workspace);
+    else
+      launch<WideTiling>(p, workspace);
+  }
+
+ private:
+  template <class Tiles>
+  static void launch(const GemmProblem& p, void* workspace) {
+    const SplitK split = choose_split<Tiles>(p);
     if (split.splits > 1 && workspace == nullptr)
       throw std::runtime_error("fallback: split-K needs a workspace of workspace_size() bytes");
     const cudaStream_t stream = reinterpret_cast<cudaStream_t>(p.stream);
-    const dim3 grid((p.n + kTileN - 1) / kTileN, (p.m + kTileM - 1) / kTileM, p.batch * split.splits);
+    const dim3 grid((p.n + Tiles::kTileN - 1) / Tiles::kTileN, (p.m + Tiles::kTileM - 1) / Tiles::kTileM,
+                    p.batch * split.splits);
     dispatch_dtype(p.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       using Acc = typename AccumulatorOf<T>::type;
@@ -150,8 +198,10 @@ class FallbackGemm final : public StridedGemmKernel {
       // Each operand is loaded walking K when K has the smaller stride.
       const bool a_steps_k = std::llabs(p.a.col_stride) <= std::llabs(p.a.row_stride);
       const bool b_steps_k = std::llabs(p.b.row_stride) <= std::llabs(p.b.col_stride);
-      auto kernel = a_steps_k ? (b_steps_k ? fallback_gemm_kernel<T, true, true> : fallback_gemm_kernel<T, true, false>)
-                              : (b_steps_k ? fallback_gemm_kernel<T, false, true> : fallback_gemm_kernel<T, false, false>);
+      auto kernel = a_steps_k ? (b_steps_k ? fallback_gemm_kernel<Tiles, T, true, true>
+                                           : fallback_gemm_kernel<Tiles, T, true, false>)
+                              : (b_steps_k ? fallback_gemm_kernel<Tiles, T, false, true>
+                                           : fallback_gemm_kernel<Tiles, T, false, false>);
       kernel<<<grid, kThreads, 0, stream>>>(p.m, p.n, p.k, p.batch, strided<T>(p.a), strided<T>(p.b),
                                             strided<T>(p.c), strided<T>(p.d), p.alpha, p.beta, split, partials);
       check_launch("fallback");

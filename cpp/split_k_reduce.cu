@@ -20,16 +20,32 @@ namespace {
 // kernel's time (H100, session 27, the kernel alone, us, before -> now: 256 x 256 with 16 slices
 // 4.5 -> 3.3, 512 x 512 with 16 9.5 -> 4.9, 1024 x 1024 with 8 26.7 -> 8.7).
 //
-// kVec = 4: fp32 partials read as float4 (the caller checks alignment and a multiple of 4
-// outputs); D and C are written and read element by element, at any alignment.
-template <typename T, int kVec, int kLanes, int kGroups, typename Index>
+// kVec = 4: partials read four at a time (a float4 of fp32, 8 bytes of 16-bit ones; the caller
+// checks alignment and a multiple of 4 outputs); D and C are written and read element by element,
+// at any alignment. P: the partials' element type (Acc, or T: PartialType::kOutput).
+template <typename P, typename Acc, int kVec>
+__device__ __forceinline__ void add_pack(Acc (&sum)[kVec], const P* partials, size_t index) {
+  if constexpr (kVec == 4 && std::is_same_v<P, float>) {
+    const float4 v = reinterpret_cast<const float4*>(partials)[index];
+    sum[0] += v.x, sum[1] += v.y, sum[2] += v.z, sum[3] += v.w;
+  } else if constexpr (kVec == 4) {
+    static_assert(sizeof(P) == 2, "packs of four 16-bit partials");
+    union { uint2 v; P e[4]; } u;
+    u.v = reinterpret_cast<const uint2*>(partials)[index];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) sum[q] += to_acc<Acc>(u.e[q]);
+  } else {
+    sum[0] += to_acc<Acc>(partials[index]);
+  }
+}
+
+template <typename T, typename P, int kVec, int kLanes, int kGroups, typename Index>
 __global__ void __launch_bounds__(kLanes * kGroups)
-    sum_partials_kernel(int64_t m64, int64_t n64, int64_t batch, int slices,
-                        const typename AccumulatorOf<T>::type* __restrict__ partials, StridedMatrix<T> c,
-                        StridedMatrix<T> d, typename AccumulatorOf<T>::type alpha,
+    sum_partials_kernel(int64_t m64, int64_t n64, int64_t batch, int slices, const P* __restrict__ partials,
+                        StridedMatrix<T> c, StridedMatrix<T> d, typename AccumulatorOf<T>::type alpha,
                         typename AccumulatorOf<T>::type beta) {
   using Acc = typename AccumulatorOf<T>::type;
-  static_assert(kVec == 1 || (kVec == 4 && std::is_same_v<Acc, float>), "float4 packs of fp32 partials");
+  static_assert(kVec == 1 || (kVec == 4 && std::is_same_v<Acc, float>), "packs of four fp32 or 16-bit partials");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // Launched as the product's programmatic dependent (launch_after_product): the blocks may start
   // while the product's last blocks finish; this waits until it has completed and its partials
@@ -44,14 +60,7 @@ __global__ void __launch_bounds__(kLanes * kGroups)
     Acc sum[kVec] = {};
     if (pack < packs) {
 #pragma unroll 4
-      for (int s = group; s < slices; s += kGroups) {
-        if constexpr (kVec == 4) {
-          const float4 v = reinterpret_cast<const float4*>(partials)[size_t(s) * packs + pack];
-          sum[0] += v.x, sum[1] += v.y, sum[2] += v.z, sum[3] += v.w;
-        } else {
-          sum[0] += partials[size_t(s) * packs + pack];
-        }
-      }
+      for (int s = group; s < slices; s += kGroups) add_pack<P, Acc, kVec>(sum, partials, size_t(s) * packs + pack);
     }
     if constexpr (kGroups > 1) {
 #pragma unroll
@@ -80,7 +89,12 @@ __global__ void __launch_bounds__(kLanes * kGroups)
 // fill the GPU's threads, else 4. H100, session 27, the kernel alone, us, rows 8 / 4 / 1: 256 x 256
 // with 16 slices 3.4 / 3.3 / 3.7, with 66 5.1 / 5.1 / 7.2; 512 x 512 with 16 6.6 / 5.0 / 4.9;
 // 1024 x 1024 with 8 16.5 / 10.3 / 8.7; 4 x 16 with 32 2.6 / 2.7 / 3.6.
-int choose_groups(int slices, int64_t packs) { return slices >= 32 ? 8 : packs >= 65536 ? 1 : 4; }
+// And 32 rows of 8 lanes where the outputs are a few packs and the slices many (a GEMV-like product split over
+// the SMs: the fallback's 1 x 4 x 16384, 128 slices, 9.7 us the call against 12.1 with 8 rows of 32 lanes, 28 of
+// them idle; session 43, H200).
+int choose_groups(int slices, int64_t packs) {
+  return packs <= 8 && slices >= 64 ? 32 : slices >= 32 ? 8 : packs >= 65536 ? 1 : 4;
+}
 
 // Launches the reduction on Hopper (sm_90) as a programmatic dependent of the product before it on
 // the stream: its blocks are scheduled as the product's last blocks exit instead of after the product
@@ -104,32 +118,44 @@ void launch_after_product(const GemmProblem& p, int blocks, int threads, Kernel 
 
 }  // namespace
 
-void sum_split_k_partials(const GemmProblem& p, int slices, const void* partials) {
+void sum_split_k_partials(const GemmProblem& p, int slices, const void* partials, PartialType type) {
   const int64_t total = p.batch * p.m * p.n;
   if (total == 0) return;
-  const bool by4 = p.dtype != DType::F64 && total % 4 == 0 && reinterpret_cast<uintptr_t>(partials) % 16 == 0;
+  const bool in_output_type = type == PartialType::kOutput;
+  const size_t pack_bytes = in_output_type && p.dtype != DType::F32 ? 8 : 16;
+  const bool by4 = p.dtype != DType::F64 && total % 4 == 0 && reinterpret_cast<uintptr_t>(partials) % pack_bytes == 0;
   const int64_t packs = by4 ? total / 4 : total;
   const bool narrow = total < (int64_t(1) << 31);  // 32-bit indices
   dispatch_dtype(p.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using Acc = typename AccumulatorOf<T>::type;
-    const auto* acc = static_cast<const Acc*>(partials);
-    const auto launch = [&](auto kernel, int lanes, int groups) {
-      const int blocks = static_cast<int>(std::min<int64_t>((packs + lanes - 1) / lanes, 65535));
-      launch_after_product(p, blocks, lanes * groups, kernel, p.m, p.n, p.batch, slices, acc, strided<T>(p.c),
-                           strided<T>(p.d), Acc(p.alpha), Acc(p.beta));
-    };
-    if constexpr (std::is_same_v<Acc, float>) {
-      if (by4 && narrow) {
-        switch (choose_groups(slices, packs)) {
-          case 1: return launch(sum_partials_kernel<T, 4, 256, 1, uint32_t>, 256, 1);
-          case 4: return launch(sum_partials_kernel<T, 4, 32, 4, uint32_t>, 32, 4);
-          default: return launch(sum_partials_kernel<T, 4, 32, 8, uint32_t>, 32, 8);
+    const auto sum = [&](auto partial_tag) {
+      using P = typename decltype(partial_tag)::type;
+      const auto* typed = static_cast<const P*>(partials);
+      const auto launch = [&](auto kernel, int lanes, int groups) {
+        const int blocks = static_cast<int>(std::min<int64_t>((packs + lanes - 1) / lanes, 65535));
+        launch_after_product(p, blocks, lanes * groups, kernel, p.m, p.n, p.batch, slices, typed, strided<T>(p.c),
+                             strided<T>(p.d), Acc(p.alpha), Acc(p.beta));
+      };
+      const int groups = choose_groups(slices, packs);
+      if constexpr (std::is_same_v<Acc, float>) {
+        if (by4 && narrow) {
+          switch (groups) {
+            case 1: return launch(sum_partials_kernel<T, P, 4, 256, 1, uint32_t>, 256, 1);
+            case 4: return launch(sum_partials_kernel<T, P, 4, 32, 4, uint32_t>, 32, 4);
+            case 8: return launch(sum_partials_kernel<T, P, 4, 32, 8, uint32_t>, 32, 8);
+            default: return launch(sum_partials_kernel<T, P, 4, 8, 32, uint32_t>, 8, 32);
+          }
         }
+        if (by4) return launch(sum_partials_kernel<T, P, 4, 32, 8, int64_t>, 32, 8);
       }
-      if (by4) return launch(sum_partials_kernel<T, 4, 32, 8, int64_t>, 32, 8);
-    }
-    launch(sum_partials_kernel<T, 1, 32, 8, int64_t>, 32, 8);
+      if (narrow && groups == 32) return launch(sum_partials_kernel<T, P, 1, 8, 32, uint32_t>, 8, 32);
+      launch(sum_partials_kernel<T, P, 1, 32, 8, int64_t>, 32, 8);
+    };
+    if (in_output_type)
+      sum(TypeTag<T>{});
+    else
+      sum(TypeTag<Acc>{});
   });
 }
 

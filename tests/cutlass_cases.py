@@ -154,6 +154,8 @@ def cases() -> list[Case]:
             reads_c = kern["output_alignment"] == 1
             out.append(Case(kern, *aligned_shape(kern, 129, 67, 71), 1, misalign=3, beta=-1.5 if reads_c else 0.0))
             out.append(Case(kern, *aligned_shape(kern, 65, 133, 31), 5, misalign=5, batch=2, beta=0.5 if reads_c else 0.0))
+            # One tile, long K: split (cutlass_sm80: slices in parallel, partials in 16 bits), C read by the reduction
+            out.append(Case(kern, *aligned_shape(kern, 77, 45, 8197), 1, misalign=3, beta=-1.5 if reads_c else 0.0))
         if kern["output_alignment"] == 1 and kern["alignment"] > 1:
             # A and B as TMA needs them (pad 8 keeps their leading dimensions aligned); D's is odd.
             out += [Case(kern, *aligned_shape(kern, m, n, k), 0) for m, n, k in UNALIGNED_OUTPUT_SHAPES]

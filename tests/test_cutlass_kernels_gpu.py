@@ -140,9 +140,12 @@ def test_split_k_follows_torch_determinism(deterministic):
 
 
 # Problems whose K slices are added by a second kernel (split_k_reduce.cu) after the product: SM90
-# split-K, small_mn's split, SIMT split-K (IEEE fp32), the fallback's split.
+# split-K, small_mn's split, SIMT split-K (IEEE fp32), the fallback's split (wide and narrow tiles),
+# an SM80 kernel's split (16-bit partials).
 SPLIT_PROBLEMS = [(256, 256, 131072, "rr", torch.bfloat16, "auto"), (4, 16, 65536, "rc", torch.bfloat16, "auto"),
-                  (256, 256, 65536, "rr", torch.float32, "auto"), (64, 64, 65536, "rr", torch.float32, "fallback")]
+                  (256, 256, 65536, "rr", torch.float32, "auto"), (64, 64, 65536, "rr", torch.float32, "fallback"),
+                  (1, 16, 65535, "rc", torch.bfloat16, "fallback"),
+                  (77, 45, 8197, "cc", torch.float16, "sm80_f16_cc_128x128x32_a1_s2")]
 SPLIT_OUTPUTS = """
 import torch
 import pycutlass_gemm as pg

@@ -15,7 +15,8 @@ pytestmark = [pytest.mark.gpu, gpu]
 LAYOUTS = [("row", "row"), ("row", "col"), ("col", "row"), ("col", "col")]
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 SHAPES = [(0, 5, 7), (5, 0, 7), (5, 7, 0), (1, 1, 1), (7, 7, 7), (33, 1, 257), (1, 33, 7),
-          (257, 33, 129), (130, 257, 33), (65, 70, 2049)]  # the last splits K across blocks
+          (257, 33, 129), (130, 257, 33), (65, 70, 2049),  # the last splits K across blocks
+          (5, 40, 4099), (300, 9, 1500), (20, 30, 3000)]  # the fallback's 32x32 tiles, K split across blocks
 
 
 def check(variant, m, n, k, la, lb, dtype, **layout_kw):
@@ -53,6 +54,7 @@ def test_neither_row_nor_column_major(variant, la, lb):
 
 def test_float64_path():
     check("fallback", 65, 130, 257, "col", "row", torch.float64)
+    check("fallback", 3, 70, 1000, "row", "col", torch.float64)  # 32x32 tiles, K split
 
 
 @pytest.mark.parametrize("workload", WORKLOADS)
