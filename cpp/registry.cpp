@@ -17,6 +17,7 @@ const std::vector<const GemmKernel*>& all_kernels() {
 #ifdef PYCUTLASS_GEMM_SMALL_MN
     register_small_mn_kernels(out);
 #endif
+    register_gemv_kernels(out);  // after small_mn: a tie of priorities is small_mn's (GemvKernel::priority)
     return out;
   }();
   return kernels;

@@ -32,5 +32,6 @@ void register_naive_kernels(std::vector<const GemmKernel*>& out);
 void register_fallback_kernels(std::vector<const GemmKernel*>& out);
 void register_cutlass_kernels(std::vector<const GemmKernel*>& out);  // generated
 void register_small_mn_kernels(std::vector<const GemmKernel*>& out);  // built with PYCUTLASS_GEMM_SMALL_MN
+void register_gemv_kernels(std::vector<const GemmKernel*>& out);
 
 }  // namespace pycutlass_gemm

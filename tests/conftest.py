@@ -67,6 +67,25 @@ def rel(out: torch.Tensor, ref: torch.Tensor) -> float:
     return float(torch.linalg.vector_norm(out.double() - ref) / torch.linalg.vector_norm(ref))
 
 
+def check_kernel(name, a, b, c, out, *, alpha=1.0, beta=0.0):
+    """Runs kernel `name` (it must accept the case) into the NaN-poisoned `out` and checks it against float64 and
+    the fallback (the oracle): every output written, error within the dtype's tolerance for K."""
+    k = a.shape[-1]
+    assert pg.can_run(name, a, b, c, beta=beta, out=out) == "", "the case must exercise the kernel"
+    pg.gemm(a, b, c, alpha=alpha, beta=beta, variant=name, out=out)
+    ref = alpha * torch.matmul(a.double(), b.double())
+    if c is not None:
+        ref = ref + beta * c.double()
+    err, tol = rel(out, ref), tolerance(out.dtype, "ieee", k)
+    oracle = pg.gemm(a, b, c, alpha=alpha, beta=beta, variant="fallback")
+    vs_fallback = rel(out, oracle)
+    print(f"{name} {dtype_id(a.dtype)} {tuple(a.shape)} {tuple(a.stride())} @ {tuple(b.shape)} {tuple(b.stride())}: "
+          f"error vs fp64 {err:.2e}, vs fallback {vs_fallback:.2e} (tol {tol:.0e})")
+    assert not torch.isnan(out).any(), "an output was not written"
+    assert err < tol, f"error vs float64 {err:.2e} >= {tol:.0e}"
+    assert vs_fallback < 2 * tol, f"differs from the fallback by {vs_fallback:.2e}"
+
+
 def rel_error(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> float:
     ref = a.double() @ b.double()
     if ref.numel() == 0:

@@ -221,6 +221,35 @@ def test_192x192_tiles_where_they_fill_the_waves():
                 assert "192x192" not in rules(m, n, k, lay)
 
 
+@pytest.mark.parametrize("rules_only", [False, True], ids=["table", "rules"])
+def test_gemv_runs_matrix_vector_products(rules_only):
+    """The matrix-vector kernel takes M or N of 1 in any dtype and layout (and nothing else) and ranks first there,
+    with the H100 table too (it was registered after the sweep), except on the 16-bit x @ W.T that small_mn ranks
+    itself first on (a tie of 111 that small_mn, registered first, wins)."""
+    mk = lambda rows, cols, layout, dtype: matrix(rows, cols, layout, dtype, device="meta")  # noqa: E731
+    if rules_only:
+        heuristics.install([])
+    try:
+        for dtype in (torch.float32, torch.bfloat16, torch.float16, torch.float64):
+            for (m, n), la, lb in [((4096, 1), "row", "row"), ((1, 4096), "row", "row"), ((1000, 1), "col", "col"),
+                                   ((1, 1001), "col", "row"), ((1, 1), "row", "col")]:
+                a, b = mk(m, 777, la, dtype), mk(777, n, lb, dtype)
+                assert pg.can_run("gemv", a, b, arch=90) == ""
+                kernel = pg.plan(a, b, arch=90)["kernel"]
+                small_mn = f"small_mn_{DTYPE_TAG.get(dtype)}_rc"
+                if any(k["name"] == small_mn for k in pg.kernels()) and pg.can_run(small_mn, a, b, arch=90) == "":
+                    assert kernel != "gemv", (dtype, m, n, la, lb)  # small_mn's tie, or the table where it is first
+                else:
+                    assert kernel == "gemv", (dtype, m, n, la, lb, kernel)
+        two_by_two = mk(2, 64, "row", torch.float32), mk(64, 2, "row", torch.float32)
+        assert "needs M or N of 1" in pg.can_run("gemv", *two_by_two, arch=90)
+        if any(k["name"] == "small_mn_bf16_rc" for k in pg.kernels()):
+            a, b = mk(1, 4096, "row", torch.bfloat16), mk(4096, 4096, "col", torch.bfloat16)
+            assert pg.plan(a, b, arch=90)["kernel"] == "small_mn_bf16_rc"
+    finally:
+        heuristics.install()
+
+
 def small_mn_built(dtype) -> str:
     """The small-M/N kernel's name for `dtype`; skips the test on a build without it."""
     name = f"small_mn_{DTYPE_TAG[dtype]}_rc"

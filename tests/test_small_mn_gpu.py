@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import pycutlass_gemm as pg
-from conftest import dtype_id, gpu, poisoned, rel, tolerance
+from conftest import check_kernel, dtype_id, gpu, poisoned
 from cutlass_cases import operand
 
 pytestmark = [pytest.mark.gpu, gpu]
@@ -45,21 +45,7 @@ def operands(m, n, k, dtype, *, pad=0, batch=1):
     return a, b
 
 
-def check(name, a, b, c, out, *, alpha=1.0, beta=0.0):
-    k = a.shape[-1]
-    assert pg.can_run(name, a, b, c, beta=beta, out=out) == "", "the case must exercise the kernel"
-    pg.gemm(a, b, c, alpha=alpha, beta=beta, variant=name, out=out)
-    ref = alpha * torch.matmul(a.double(), b.double())
-    if c is not None:
-        ref = ref + beta * c.double()
-    err, tol = rel(out, ref), tolerance(out.dtype, "ieee", k)
-    oracle = pg.gemm(a, b, c, alpha=alpha, beta=beta, variant="fallback")
-    vs_fallback = rel(out, oracle)
-    print(f"{name} {tuple(a.shape)} @ {tuple(b.shape)}: error vs fp64 {err:.2e}, vs fallback {vs_fallback:.2e} "
-          f"(tol {tol:.0e})")
-    assert not torch.isnan(out).any(), "an output was not written"
-    assert err < tol, f"error vs float64 {err:.2e} >= {tol:.0e}"
-    assert vs_fallback < 2 * tol, f"differs from the fallback by {vs_fallback:.2e}"
+check = check_kernel
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
