@@ -243,7 +243,7 @@ def test_gemv_runs_matrix_vector_products(rules_only):
                     assert kernel == "gemv", (dtype, m, n, la, lb, kernel)
         two_by_two = mk(2, 64, "row", torch.float32), mk(64, 2, "row", torch.float32)
         assert "needs M or N of 1" in pg.can_run("gemv", *two_by_two, arch=90)
-        if any(k["name"] == "small_mn_bf16_rc" for k in pg.kernels()):
+        if rules_only and any(k["name"] == "small_mn_bf16_rc" for k in pg.kernels()):  # the tie (with the table: its pick)
             a, b = mk(1, 4096, "row", torch.bfloat16), mk(4096, 4096, "col", torch.bfloat16)
             assert pg.plan(a, b, arch=90)["kernel"] == "small_mn_bf16_rc"
     finally:
