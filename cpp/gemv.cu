@@ -113,25 +113,30 @@ __global__ void __launch_bounds__(kThreads) gemv_along_l_kernel(GemvArgs<T> g) {
 
 // How the product is read and split; the same for sizing the workspace and for running.
 struct Shape {
-  bool along_k;
-  int64_t len, row_groups, slices, k_slice;
+  bool n_is_one;                 // W = A and x = B's column (out[l] is D(l, 0)); else W = B^T, x = A's row
+  const MatrixRef *w, *x;
+  int64_t w_l, w_k, x_k;         // strides, in elements, of W's rows, W along K and x along K
+  bool along_k;                  // a warp reads a row of W along K; else a lane reads one, 32 rows a warp
+  int64_t len, row_groups, warps, slices, k_slice;  // warps: of one slice of K, over the batch
 };
 
 Shape shape_of(const GemmProblem& p) {
-  const bool n_is_one = p.n == 1;
-  const int64_t len = n_is_one ? p.m : p.n;
-  const int64_t w_l = std::llabs(n_is_one ? p.a.row_stride : p.b.col_stride);
-  const int64_t w_k = std::llabs(n_is_one ? p.a.col_stride : p.b.row_stride);
   Shape s{};
-  s.along_k = len == 1 || w_k <= w_l;
-  s.len = len;
-  s.row_groups = (len + 31) / 32;
-  const int64_t warps = p.batch * (s.along_k ? len : s.row_groups);
+  s.n_is_one = p.n == 1;
+  s.w = s.n_is_one ? &p.a : &p.b;
+  s.x = s.n_is_one ? &p.b : &p.a;
+  s.w_l = s.n_is_one ? p.a.row_stride : p.b.col_stride;
+  s.w_k = s.n_is_one ? p.a.col_stride : p.b.row_stride;
+  s.x_k = s.n_is_one ? p.b.row_stride : p.a.col_stride;
+  s.len = s.n_is_one ? p.m : p.n;
+  s.along_k = s.len == 1 || std::llabs(s.w_k) <= std::llabs(s.w_l);
+  s.row_groups = (s.len + 31) / 32;
+  s.warps = p.batch * (s.along_k ? s.len : s.row_groups);
   const int64_t target = (p.sm_count > 0 ? p.sm_count : 132) * kTargetWarpsPerSm;
   const int64_t by_k = std::max<int64_t>(1, p.k / (s.along_k ? kMinKAlongK : kMinKAlongL));
   // Split only below half the target: a split's reduction costs a few microseconds, as much as the
   // loads half the warps would leave waiting.
-  s.slices = 2 * warps >= target ? 1 : std::min((target + warps - 1) / warps, by_k);
+  s.slices = 2 * s.warps >= target ? 1 : std::min((target + s.warps - 1) / s.warps, by_k);
   s.k_slice = (p.k + s.slices - 1) / s.slices;
   s.k_slice = (s.k_slice + kSliceAlign - 1) / kSliceAlign * kSliceAlign;
   if (s.k_slice > 0) s.slices = std::max<int64_t>(1, (p.k + s.k_slice - 1) / s.k_slice);  // no empty slice
@@ -176,25 +181,19 @@ class GemvKernel final : public GemmKernel {
     const Shape s = shape_of(p);
     if (s.slices > 1 && workspace == nullptr)
       throw std::runtime_error("gemv: split-K needs a workspace of workspace_size() bytes");
-    const bool n_is_one = p.n == 1;
-    const MatrixRef& w = n_is_one ? p.a : p.b;
-    const MatrixRef& x = n_is_one ? p.b : p.a;
     const cudaStream_t stream = reinterpret_cast<cudaStream_t>(p.stream);
     dispatch_dtype(p.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       using Acc = typename AccumulatorOf<T>::type;
       GemvArgs<T> g{};
-      g.w = static_cast<const T*>(w.ptr);
-      g.x = static_cast<const T*>(x.ptr);
-      g.w_l = n_is_one ? w.row_stride : w.col_stride;
-      g.w_k = n_is_one ? w.col_stride : w.row_stride;
-      g.w_b = w.batch_stride;
-      g.x_k = n_is_one ? x.row_stride : x.col_stride;
-      g.x_b = x.batch_stride;
+      g.w = static_cast<const T*>(s.w->ptr);
+      g.x = static_cast<const T*>(s.x->ptr);
+      g.w_l = s.w_l, g.w_k = s.w_k, g.w_b = s.w->batch_stride;
+      g.x_k = s.x_k, g.x_b = s.x->batch_stride;
       g.len = s.len, g.k = p.k, g.batch = p.batch;
       g.slices = s.slices, g.k_slice = s.k_slice, g.row_groups = s.row_groups;
-      g.items = p.batch * (s.along_k ? s.len : s.row_groups) * s.slices;
-      g.out_is_column = n_is_one;
+      g.items = s.warps * s.slices;
+      g.out_is_column = s.n_is_one;
       g.c = strided<T>(p.c), g.d = strided<T>(p.d);
       g.alpha = Acc(p.alpha), g.beta = Acc(p.beta);
       g.partials = static_cast<Acc*>(workspace);
