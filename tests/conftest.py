@@ -56,9 +56,10 @@ def matrix(rows, cols, layout, dtype, *, pad=0, misalign=0, device="cuda", gener
     return torch.as_strided(storage, shape, strides, misalign)
 
 
-def poisoned(m, n, dtype, device="cuda"):
-    """A row-major output filled with NaN, so any element a kernel fails to write shows."""
-    return torch.full((m, n), float("nan"), dtype=dtype, device=device)
+def poisoned(m, n, dtype, device="cuda", *, batch=1):
+    """A row-major output (batch of them when batch > 1) filled with NaN, so any element a kernel fails to write
+    shows."""
+    return torch.full((batch, m, n) if batch > 1 else (m, n), float("nan"), dtype=dtype, device=device)
 
 
 def rel(out: torch.Tensor, ref: torch.Tensor) -> float:

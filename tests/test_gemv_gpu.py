@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import pycutlass_gemm as pg
-from conftest import check_kernel, dtype_id, gpu, rel, tolerance
+from conftest import check_kernel, dtype_id, gpu, poisoned, rel, tolerance
 from cutlass_cases import operand
 
 pytestmark = [pytest.mark.gpu, gpu]
@@ -28,16 +28,12 @@ def check(a, b, c, out, *, alpha=1.0, beta=0.0):
     check_kernel("gemv", a, b, c, out, alpha=alpha, beta=beta)
 
 
-def nan_out(m, n, dtype, batch=1):
-    return torch.full((batch, m, n) if batch > 1 else (m, n), float("nan"), dtype=dtype, device="cuda")
-
-
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
 @pytest.mark.parametrize("la, lb", LAYOUTS, ids=lambda x: x)
 @pytest.mark.parametrize("m, n, k", SHAPES, ids=str)
 def test_gemv_matches_float64_and_fallback(dtype, la, lb, m, n, k):
     a, b = operand(m, k, la, dtype), operand(k, n, lb, dtype)
-    check(a, b, None, nan_out(m, n, dtype))
+    check(a, b, None, poisoned(m, n, dtype))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
@@ -49,7 +45,7 @@ def test_gemv_padded_and_misaligned(dtype, la, lb, m, n, k, pad, misalign):
     path where the matrix's rows stay aligned (pad 8, no offset), the scalar one elsewhere."""
     a = operand(m, k, la, dtype, pad=pad, misalign=misalign)
     b = operand(k, n, lb, dtype, pad=pad, misalign=misalign + 1)
-    check(a, b, None, nan_out(m, n, dtype))
+    check(a, b, None, poisoned(m, n, dtype))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
@@ -57,11 +53,11 @@ def test_gemv_padded_and_misaligned(dtype, la, lb, m, n, k, pad, misalign):
 def test_gemv_batched(dtype, m, n, k):
     """Batches one matrix plus 3 elements apart (odd batch strides), and one operand broadcast."""
     a, b = operand(m, k, "row", dtype, batch=3), operand(k, n, "col", dtype, batch=3)
-    check(a, b, None, nan_out(m, n, dtype, 3))
+    check(a, b, None, poisoned(m, n, dtype, batch=3))
     b2 = operand(k, n, "row", dtype)  # 2-D: broadcast over A's batch
-    check(a, b2, None, nan_out(m, n, dtype, 3))
+    check(a, b2, None, poisoned(m, n, dtype, batch=3))
     a2 = operand(m, k, "col", dtype)
-    check(a2, b, None, nan_out(m, n, dtype, 3))
+    check(a2, b, None, poisoned(m, n, dtype, batch=3))
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=dtype_id)
@@ -71,7 +67,7 @@ def test_gemv_epilogue(dtype, m, n, k):
     epilogue is the reduction's."""
     a, b = operand(m, k, "row", dtype), operand(k, n, "row", dtype)
     c = torch.randn(m, n, device="cuda").to(dtype)
-    check(a, b, c, nan_out(m, n, dtype), alpha=0.75, beta=-1.5)
+    check(a, b, c, poisoned(m, n, dtype), alpha=0.75, beta=-1.5)
     out = torch.randn(m, n, device="cuda").to(dtype)
     c_before = out.clone()
     pg.gemm(a, b, out, alpha=0.5, beta=2.0, variant="gemv", out=out)
