@@ -3,8 +3,9 @@ against float64 and the fallback.
 
 Each case: fresh random inputs, a NaN-poisoned output, the vector on either side (N = 1: A is the
 matrix; M = 1: B is), the matrix read along K (row-major A, column-major B) and along M / N (the
-other layouts), 16-byte words and the scalar path (padded, misaligned), short and long K (split
-across warps into slices the reduction adds), batches (one operand broadcast), alpha, beta and C.
+other layouts), words (16 bytes along K, 8 along M / N) and the scalar path (padded, misaligned),
+short and long K (split across blocks into slices the reduction adds), batches (one operand
+broadcast), alpha, beta and C.
 """
 
 import pytest
@@ -19,9 +20,12 @@ pytestmark = [pytest.mark.gpu, gpu]
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
 LAYOUTS = [("row", "row"), ("row", "col"), ("col", "row"), ("col", "col")]
 # (m, n, k): one column and one row of D, short and long, K that ends inside a 16-byte word, K of one
-# element, a dot product (1 x 1), and a long K over few rows (split into slices).
+# element, a dot product (1 x 1), a long K over few rows (split into slices), short K over many rows
+# (fewer lanes a row along K; rows of 15 and 40 elements start off 16-byte boundaries), and 12 / 6 rows
+# along M (a block's few lanes, K in many phases; 12 x 1 x 3000 also split across blocks).
 SHAPES = [(4096, 1, 4096), (1, 4096, 4096), (1000, 1, 777), (1, 1001, 520), (37, 1, 1), (1, 1, 65536),
-          (1, 1, 3), (256, 1, 65536), (1, 64, 100003), (65536, 1, 64)]
+          (1, 1, 3), (256, 1, 65536), (1, 64, 100003), (65536, 1, 64), (3000, 1, 15), (1, 3001, 40),
+          (12, 1, 3000), (6, 1, 500)]
 
 
 def check(a, b, c, out, *, alpha=1.0, beta=0.0):
