@@ -324,11 +324,10 @@ class GemvKernel final : public GemmKernel {
 
   // First wherever it runs (above every CUTLASS kernel's 110 at most), but for the 16-bit x @ W.T that small_mn
   // ranks itself first on: both rank 111 and small_mn is registered first, so the tie is its (registry.cpp).
-  // Session 43, H200, the 652 matrix-vector problems of session 42's survey, by name against what auto ran there:
-  // 0.672x the time over the 532 that ran CUTLASS, SIMT, SM80 or fallback kernels (SIMT 0.54x, SM90 0.81x, SM80
-  // 0.87x, fallback 0.53x; x torch.matmul 0.85 there, from 0.58), but 1.075x small_mn's over its 120. Slower by
-  // more than 20% at 51, mostly K <= 64 against 16384-65536 rows (a warp a row of a few elements) and short K
-  // along M / N (too few warps); leaving short K over long rows to the others lost more than it saved (0.6761x).
+  // H200, the 652 matrix-vector problems of session 42's survey, x torch.matmul (same run) over the 532 where auto
+  // had run CUTLASS, SIMT, SM80 or fallback kernels: 0.572 those kernels; gemv 0.850 (session 43), 0.956 (session
+  // 44: fewer lanes a short row, words from each row's first boundary, phases of K along M / N); over small_mn's
+  // 120, small_mn 1.144 and gemv 1.123 (timed in different runs), so the tie stays small_mn's.
   int priority(const GemmProblem&) const override { return kPriority; }
 
   size_t workspace_size(const GemmProblem& p) const override {
