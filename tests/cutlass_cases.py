@@ -98,12 +98,14 @@ class Case:
         return a, b, c, out
 
 
-def operand(rows, cols, layout, dtype, *, pad=0, misalign=0, batch=1, batch_align=1, device="cuda"):
+def operand(rows, cols, layout, dtype, *, pad=0, misalign=0, batch=1, batch_align=1, device="cuda", positive=False):
     """A fresh random (rows, cols) operand, or (batch, rows, cols) when batch > 1, stored `layout`
     ("row" or "col") with its leading dimension `pad` elements longer than needed and its first
     element `misalign` elements past an aligned address (torch's allocations are 256-byte
     aligned); batches lie one matrix plus 3 elements apart, so batch strides are odd too, unless
-    rounded up to a multiple of `batch_align` (a TMA epilogue's D)."""
+    rounded up to a multiple of `batch_align` (a TMA epilogue's D). Normal values, or uniform in
+    [0, 1) where `positive` (a lone dot product of signed values can cancel to near zero, and an
+    error relative to that says nothing of the kernel: 1 x 1 x 65536 fp32 failed once in six runs)."""
     ld = (cols if layout == "row" else rows) + pad
     strides = (ld, 1) if layout == "row" else (1, ld)
     span = (rows - 1) * strides[0] + (cols - 1) * strides[1] + 1
@@ -112,7 +114,8 @@ def operand(rows, cols, layout, dtype, *, pad=0, misalign=0, batch=1, batch_alig
         gap = -(-(span + 3) // batch_align) * batch_align
         shape, strides = (batch,) + shape, (gap,) + strides
         span = (batch - 1) * gap + span
-    storage = torch.randn(span + misalign, device=device, dtype=torch.float32).to(dtype)
+    draw = torch.rand if positive else torch.randn
+    storage = draw(span + misalign, device=device, dtype=torch.float32).to(dtype)
     return torch.as_strided(storage, shape, strides, misalign)
 
 

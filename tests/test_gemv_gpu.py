@@ -36,7 +36,8 @@ def check(a, b, c, out, *, alpha=1.0, beta=0.0):
 @pytest.mark.parametrize("la, lb", LAYOUTS, ids=lambda x: x)
 @pytest.mark.parametrize("m, n, k", SHAPES, ids=str)
 def test_gemv_matches_float64_and_fallback(dtype, la, lb, m, n, k):
-    a, b = operand(m, k, la, dtype), operand(k, n, lb, dtype)
+    dot = m == n == 1  # one output: positive terms, no cancellation (operand's docstring)
+    a, b = operand(m, k, la, dtype, positive=dot), operand(k, n, lb, dtype, positive=dot)
     check(a, b, None, poisoned(m, n, dtype))
 
 
