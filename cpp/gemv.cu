@@ -33,7 +33,7 @@ namespace {
 
 constexpr int kWarps = 8;
 constexpr int kThreads = 32 * kWarps;
-constexpr int64_t kTargetWarpsPerSm = 32;  // loads in flight enough to stream HBM (along K)
+constexpr int64_t kTargetWarpsPerSm = 32;  // loads in flight enough to stream HBM
 constexpr int64_t kMinKAlongK = 512;       // a slice's K where a warp reads along K
 constexpr int64_t kLoadsPerLane = 32;      // along L: a lane's loads of a slice before K is split across blocks
 constexpr int64_t kSliceAlign = 64;        // slices start at multiples of 16 bytes' worth of any dtype
