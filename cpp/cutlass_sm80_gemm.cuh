@@ -1,6 +1,6 @@
-// bf16 / f16 GEMM on tensor cores for operands that are NOT 16-byte aligned: CUTLASS 2.x
-// (cutlass::gemm::device::GemmUniversal, OpClassTensorOp, Sm80 mma.sync), behind the GemmKernel
-// interface. It runs on sm_90 (Hopper executes the sm_80 mma.sync instructions); like the other
+// bf16 / f16 (and, as tuning candidates, tf32) GEMM on tensor cores for operands that are NOT
+// 16-byte aligned: CUTLASS 2.x (cutlass::gemm::device::GemmUniversal, OpClassTensorOp, Sm80
+// mma.sync), behind the GemmKernel interface. It runs on sm_90 (Hopper executes the sm_80 mma.sync instructions); like the other
 // CUTLASS kernels of the package it is built for sm_90a only.
 //
 // Why this family exists: the SM90 kernels (cutlass_sm90_gemm.cuh) load with TMA, which needs
@@ -11,14 +11,20 @@
 // The choices (CUTLASS example 49 style):
 //
 //  Element     cutlass::bfloat16_t or cutlass::half_t for A, B, C and D; fp32 accumulation and
-//              fp32 alpha/beta (LinearCombination<Element, kAlignment, float, float>).
+//              fp32 alpha/beta (LinearCombination<Element, kAlignment, float, float>). Or float
+//              with tf32 math (precision="tf32"): fp32 in memory, mma.sync m16n8k8 on tf32, each
+//              operand rounded to nearest on its way from shared memory to the MMA (MmaTensorOp::
+//              transform: cvt.rn.tf32.f32 on sm_90, as cuBLAS rounds). Unaligned fp32 (K = 777,
+//              N = 4095) otherwise runs the IEEE SIMT kernels: 0.39-0.43x torch.matmul's tf32 over
+//              session 42's survey problems of 2^30-2^38 flop (H200).
 //  Layouts     A and B row- or column-major (all four combinations); C and D row-major.
 //  Alignment   kAlignment elements for A, B, C and D. The package's set uses 1 (2 bytes): any
 //              pointer, any leading dimension, any extent. Only the 2-stage mainloop can take
 //              that: the multistage mainloop copies global->shared with cp.async, which moves 4,
 //              8 or 16 bytes (cutlass/arch/memory_sm80.h static_asserts it), so it needs at least
 //              alignment 2 for 16-bit types; the SM90 cp.async warp-specialized collective asserts
-//              the same 4-byte minimum (sm90_common.inl: cp_async_min_alignment_bytes = 4).
+//              the same 4-byte minimum (sm90_common.inl: cp_async_min_alignment_bytes = 4). One
+//              fp32 element is 4 bytes: tf32 takes any alignment on the multistage mainloop.
 //  Mainloop    kStages == 2: threadblock::MmaPipelined. Each thread loads its part of the next
 //              K-slab with predicated 2-byte global loads (PredicatedTileIterator, one predicate
 //              per element, so ragged M, N and K edges and odd leading dimensions are exact) into
@@ -26,7 +32,8 @@
 //              stores it to the other shared buffer with 128-bit stores (the shared layout is the
 //              usual swizzled tensor-op layout, independent of global alignment).
 //              kStages >= 3 (tuning candidates only): MmaMultistage with cp.async, alignment >= 2.
-//  MMA         mma.sync m16n8k16 (bf16 and f16 both have it on sm_80+), fp32 accumulators.
+//  MMA         mma.sync m16n8k16 (bf16 and f16 both have it on sm_80+), m16n8k8 for tf32; fp32
+//              accumulators.
 //  Tile        128x128x32 thread block of 2x2 warps of 64x64x32: the tile CUTLASS's library
 //              generates for its alignment-1 16-bit tensor-op kernels (generator.py,
 //              GenerateSM75_TensorOp_1688: [128, 128, 32], 2 stages, warps [2, 2, 1], alignments
@@ -68,15 +75,29 @@
 namespace pycutlass_gemm {
 namespace sm80_detail {
 
-template <class T> struct DTypeOf;
-template <> struct DTypeOf<cutlass::bfloat16_t> { static constexpr DType value = DType::BF16; };
-template <> struct DTypeOf<cutlass::half_t> { static constexpr DType value = DType::F16; };
+// What an element type brings: the package's dtype, the math it runs (KernelInfo::math) and its mma.sync shape.
+template <class T> struct Math;
+template <> struct Math<cutlass::bfloat16_t> {
+  static constexpr DType dtype = DType::BF16;
+  static constexpr Precision math = Precision::Ieee;
+  using Instruction = cutlass::gemm::GemmShape<16, 8, 16>;
+};
+template <> struct Math<cutlass::half_t> {
+  static constexpr DType dtype = DType::F16;
+  static constexpr Precision math = Precision::Ieee;
+  using Instruction = cutlass::gemm::GemmShape<16, 8, 16>;
+};
+template <> struct Math<float> {  // fp32 storage, tf32 products (inputs rounded to nearest in MmaTensorOp::transform)
+  static constexpr DType dtype = DType::F32;
+  static constexpr Precision math = Precision::Tf32;
+  using Instruction = cutlass::gemm::GemmShape<16, 8, 8>;
+};
 
 template <class Element, class LayoutA, class LayoutB, class ThreadblockShape, class WarpShape, int kStages,
           int kAlignment>
 using Gemm = cutlass::gemm::device::GemmUniversal<
     Element, LayoutA, Element, LayoutB, Element, cutlass::layout::RowMajor, float, cutlass::arch::OpClassTensorOp,
-    cutlass::arch::Sm80, ThreadblockShape, WarpShape, cutlass::gemm::GemmShape<16, 8, 16>,
+    cutlass::arch::Sm80, ThreadblockShape, WarpShape, typename Math<Element>::Instruction,
     cutlass::epilogue::thread::LinearCombination<Element, kAlignment, float, float>,
     cutlass::gemm::threadblock::GemmIdentityThreadblockSwizzle<8>, kStages, kAlignment, kAlignment,
     cutlass::arch::OpMultiplyAdd>;
@@ -93,7 +114,7 @@ using Split = SplitK<128, 65535, /*kTilesPerSmToSplit=*/2, /*kBlocksPerSm=*/2, /
 
 }  // namespace sm80_detail
 
-template <class Element_,          // cutlass::bfloat16_t or cutlass::half_t
+template <class Element_,          // cutlass::bfloat16_t, cutlass::half_t, or float (tf32 math)
           class LayoutA_,          // user layout of A (m x k): cutlass::layout::RowMajor / ColumnMajor
           class LayoutB_,          // user layout of B (k x n)
           class ThreadblockShape,  // cutlass::gemm::GemmShape<128, 128, 32>
@@ -115,8 +136,8 @@ class CutlassSm80Gemm
                 "cp.async (kStages >= 3) moves at least 4 bytes: alignment 1 needs the 2-stage mainloop");
 
   CutlassSm80Gemm(const char* name, const char* tile, int priority)
-      : Base(KernelInfo{name, "cutlass_sm80", sm80_detail::DTypeOf<Element>::value, Precision::Ieee, Base::kLayoutA,
-                        Base::kLayoutB, 90, 90, tile, kAlignment, priority}) {}
+      : Base(KernelInfo{name, "cutlass_sm80", sm80_detail::Math<Element>::dtype, sm80_detail::Math<Element>::math,
+                        Base::kLayoutA, Base::kLayoutB, 90, 90, tile, kAlignment, priority}) {}
 
   // Two tiles are registered per layout: 128x128 (4 warps) and 128x256 (8 warps of 64x64). The wide
   // one reads A half as often: on the H100 it ran 1.10x / 1.06x / 1.10x cuBLAS at 1000x3000x777,

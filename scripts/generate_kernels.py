@@ -95,7 +95,7 @@ SM90_SPLIT_K_PRIORITY = 95
 @dataclass(frozen=True)
 class Kernel:
     family: str          # "sm90", "sm80" (2.x tensor op, any alignment) or "simt"
-    dtype: str           # bf16, f16, tf32, tf32x3 (sm90: fp32 as three tf32 products); bf16, f16 (sm80); f32 (simt)
+    dtype: str           # bf16, f16, tf32, tf32x3 (sm90: fp32 as three tf32 products); bf16, f16, tf32 (sm80); f32 (simt)
     layout_a: str        # r / c: the user's A (m x k)
     layout_b: str        # r / c: the user's B (k x n)
     tile: tuple          # (M, N, K) thread-block tile
@@ -174,8 +174,9 @@ class Kernel:
         if self.family == "sm80":
             w = "x".join(map(str, self.warp))
             mainloop = "register-staged" if self.stages == 2 else "cp.async"
-            return (f"{t} warp {w} mma 16x8x16 {self.stages} stages {mainloop} alignment {self.alignment} "
-                    f"serial split-K")
+            mma = "16x8x8 tf32" if self.dtype == "tf32" else "16x8x16"
+            return (f"{t} warp {w} mma {mma} {self.stages} stages {mainloop} alignment {self.alignment} "
+                    f"split-K in parallel")
         c = "x".join(map(str, self.cluster + (1,)))
         scheduler = {"streamk": "stream-K", "splitk": "persistent, K split in parallel (slices as a batch, fp32 partials)"}
         words = f"{t} c{c} {SCHEDULE[self.schedule][2]} {scheduler.get(self.scheduler, 'persistent')}"

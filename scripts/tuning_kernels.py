@@ -215,4 +215,11 @@ def candidates():
         Kernel("sm90", "tf32x3", la_lb[0], la_lb[1], (128, 128, 32), (1, 1),
                {"rr": "cooptrunc", "rc": "cooptrunc", "cr": "coop", "cc": "coopregistera"}[la_lb], scheduler, promote=1)
         for la_lb, scheduler in itertools.product(LAYOUTS, ["persistent", "streamk"])
+    ] + [  # tf32 at any alignment on tensor cores (session 44, not yet built on a GPU): CUTLASS 2.x mma.sync m16n8k8
+        # with the cp.async multistage mainloop, which moves one fp32 element (4 bytes) at a time where the rows
+        # are not 16-byte aligned (cpp/cutlass_sm80_gemm.cuh). precision="tf32" with K = 777 or N = 4095 runs the
+        # IEEE SIMT kernels today: 0.39-0.43x torch.matmul over session 42's survey problems of 2^30-2^38 flop
+        # (H200; 15 x 4095 x 65535 rc 1.38 ms, torch 0.36). CUTLASS's library tiles (GenerateSM80_TensorOp_1688):
+        # 128x128x32 in 3 stages (96 KiB: two blocks an SM) and 128x256x32 in 3.
+        sm80("tf32", la_lb, tile, stages=3) for la_lb in LAYOUTS for tile in ((128, 128, 32), (128, 256, 32))
     ]
