@@ -1,0 +1,63 @@
+"""For the next GPU session (written in session 44, not yet run): the SM80 tf32 tuning candidates
+(sm80_tf32_*_a1_s3, scripts/tuning_kernels.py) against what auto runs (the IEEE SIMT kernels) and torch.matmul
+with tf32 on, by name, same process, L2 flushed, interleaved; error vs float64 (the tf32 tolerance 2e-3 * sqrt(K/8192)).
+
+Problems: session 42's survey rows (notes/survey-vs-torch-h200-2026-11-28-session42.jsonl.gz) with precision tf32,
+M and N above 1, run on SIMT (unaligned fp32: ~300), then the issue-10 unaligned shapes in tf32.
+Build (a subset with the SIMT kernels for auto):
+    SKBUILD_CMAKE_DEFINE="PYCUTLASS_GEMM_KERNELS=^(sm80_tf32|simt_);PYCUTLASS_GEMM_TUNING=ON" OUT=$OUT SKIP_TESTS=1 \\
+        bash scripts/gpu_check.sh
+    (cd tests && python3 -m pytest -q test_cutlass_kernels_gpu.py -k sm80_tf32)   # float64 and the fallback first
+    python3 notes/sm80-tf32-candidates.py OUT.jsonl SECONDS"""
+import gzip, json, math, sys, time
+import torch
+import pycutlass_gemm as pg
+from pycutlass_gemm import bench_timing as bt
+from pycutlass_gemm.bench_cases import PRECISIONS, Workload
+
+out_path, seconds = sys.argv[1], float(sys.argv[2])
+survey = [json.loads(l) for l in gzip.open('notes/survey-vs-torch-h200-2026-11-28-session42.jsonl.gz', 'rt')]
+probs = [r for r in survey if r['precision'] == 'tf32' and r['kernel'].startswith('simt') and r['m'] > 1 and r['n'] > 1]
+probs += [dict(precision='tf32', layout=lay, m=m, n=n, k=k, batch=1)
+          for m, n, k in ((1000, 3000, 777), (2048, 1001, 2048), (4095, 4095, 4095), (96, 50257, 264))
+          for lay in ('rr', 'rc', 'cr', 'cc')]
+candidates = [k['name'] for k in pg.kernels() if k['name'].startswith('sm80_tf32')]
+p = {q.name: q for q in PRECISIONS}['tf32']
+settings = bt.Settings(budget_s=0.02, min_runs=5, max_runs=9, warmup_s=0.01, flush_mib=256)
+flush = bt.flush_buffer(settings)
+out, deadline = open(out_path, 'w'), time.time() + seconds
+best_vs_torch, best_vs_auto, bad = [], [], 0
+for r in probs:
+    if time.time() > deadline:
+        break
+    w = Workload.problem(r['m'], r['n'], r['k'], r['layout'], r['batch'])
+    a, b = w.make_inputs(p)
+    o = torch.full(w.out_shape, float('nan'), device='cuda', dtype=p.dtype)
+    auto = pg.plan(a, b, precision='tf32')['kernel']
+    names = [n for n in candidates if pg.can_run(n, a, b, out=o, precision='tf32') == '']
+    ref = torch.matmul(a.double(), b.double())
+    errs = {}
+    for n in names:
+        o.fill_(float('nan'))
+        pg.gemm(a, b, out=o, precision='tf32', variant=n)
+        errs[n] = ((o.double() - ref).norm() / ref.norm()).item()
+        if not errs[n] < 2e-3 * max(1, math.sqrt(r['k'] / 8192)):
+            bad += 1
+            print('BAD', n, r, errs[n])
+    with bt.torch_matmul_precision(True):
+        fns = [lambda: torch.matmul(a, b, out=o), lambda: pg.gemm(a, b, out=o, precision='tf32', variant=auto)]
+        fns += [lambda n=n: pg.gemm(a, b, out=o, precision='tf32', variant=n) for n in names]
+        for f in fns:
+            bt.warm_up(f, settings)
+        t = [sorted(s)[len(s) // 2] for s in bt.time_interleaved(fns, flush, settings)]
+    rec = dict(r, auto=auto, torch_ms=t[0], auto_ms=t[1], ms=dict(zip(names, t[2:])), err=errs)
+    rec.pop('how', None)
+    out.write(json.dumps(rec) + '\n')
+    out.flush()
+    if names:
+        best = min(t[2:])
+        best_vs_torch.append(t[0] / best)
+        best_vs_auto.append(t[1] / best)
+gm = lambda v: math.exp(sum(map(math.log, v)) / len(v)) if v else float('nan')
+print(f'{len(best_vs_torch)} problems: best candidate x torch {gm(best_vs_torch):.3f}, x auto {gm(best_vs_auto):.3f}; '
+      f'bad {bad}')
