@@ -1,7 +1,8 @@
 // bf16 / f16 (and, as tuning candidates, tf32) GEMM on tensor cores for operands that are NOT
 // 16-byte aligned: CUTLASS 2.x (cutlass::gemm::device::GemmUniversal, OpClassTensorOp, Sm80
-// mma.sync), behind the GemmKernel interface. It runs on sm_90 (Hopper executes the sm_80 mma.sync instructions); like the other
-// CUTLASS kernels of the package it is built for sm_90a only.
+// mma.sync), behind the GemmKernel interface. It runs on sm_90 (Hopper executes the sm_80
+// mma.sync instructions); like the other CUTLASS kernels of the package it is built for sm_90a
+// only.
 //
 // Why this family exists: the SM90 kernels (cutlass_sm90_gemm.cuh) load with TMA, which needs
 // 16-byte aligned pointers, leading dimensions and row extents. A K of 777, an N of 1001, a

@@ -308,7 +308,8 @@ class GemvKernel final : public GemmKernel {
  public:
   explicit GemvKernel(DType dtype)
       : info_{"gemv", "gemv", dtype, Precision::Ieee, Layout::Strided, Layout::Strided, 80, 999,
-              "a warp a row along K (16 bytes a lane) or a lane a row along M/N; K split to fill the SMs", 1,
+              "along K a warp (fewer lanes for short rows) a row in 16-byte words; along M/N a lane R rows, K in "
+              "phases a block; K split to fill the SMs", 1,
               kPriority} {}
 
   const KernelInfo& info() const override { return info_; }
