@@ -1,5 +1,4 @@
-// bf16 / f16 (and, as tuning candidates, tf32) GEMM on tensor cores for operands that are NOT
-// 16-byte aligned: CUTLASS 2.x (cutlass::gemm::device::GemmUniversal, OpClassTensorOp, Sm80
+// bf16 / f16 / tf32 GEMM on tensor cores for operands that are NOT 16-byte aligned: CUTLASS 2.x (cutlass::gemm::device::GemmUniversal, OpClassTensorOp, Sm80
 // mma.sync), behind the GemmKernel interface. It runs on sm_90 (Hopper executes the sm_80
 // mma.sync instructions); like the other CUTLASS kernels of the package it is built for sm_90a
 // only.
@@ -16,8 +15,8 @@
 //              with tf32 math (precision="tf32"): fp32 in memory, mma.sync m16n8k8 on tf32, each
 //              operand rounded to nearest on its way from shared memory to the MMA (MmaTensorOp::
 //              transform: cvt.rn.tf32.f32 on sm_90, as cuBLAS rounds). Unaligned fp32 (K = 777,
-//              N = 4095) otherwise runs the IEEE SIMT kernels: 0.39-0.43x torch.matmul's tf32 over
-//              session 42's survey problems of 2^30-2^38 flop (H200).
+//              N = 4095) ran the IEEE SIMT kernels before: 0.40x torch.matmul's tf32 where K >= 32
+//              over session 42's survey problems (H200; 0.82x on these, priority() below).
 //  Layouts     A and B row- or column-major (all four combinations); C and D row-major.
 //  Alignment   kAlignment elements for A, B, C and D. The package's set uses 1 (2 bytes): any
 //              pointer, any leading dimension, any extent. Only the 2-stage mainloop can take
@@ -25,17 +24,21 @@
 //              8 or 16 bytes (cutlass/arch/memory_sm80.h static_asserts it), so it needs at least
 //              alignment 2 for 16-bit types; the SM90 cp.async warp-specialized collective asserts
 //              the same 4-byte minimum (sm90_common.inl: cp_async_min_alignment_bytes = 4). One
-//              fp32 element is 4 bytes: tf32 takes any alignment on the multistage mainloop.
+//              fp32 element is 4 bytes: tf32 takes any alignment on the multistage mainloop. Its
+//              small-problem tile also comes at alignment 4 (16 bytes a cp.async, aligned operands
+//              only): a quarter of the copies, 1.24x faster over small rr problems (session 45).
 //  Mainloop    kStages == 2: threadblock::MmaPipelined. Each thread loads its part of the next
 //              K-slab with predicated 2-byte global loads (PredicatedTileIterator, one predicate
 //              per element, so ragged M, N and K edges and odd leading dimensions are exact) into
 //              registers while the warps multiply the current slab from shared memory, then
 //              stores it to the other shared buffer with 128-bit stores (the shared layout is the
 //              usual swizzled tensor-op layout, independent of global alignment).
-//              kStages >= 3 (tuning candidates only): MmaMultistage with cp.async, alignment >= 2.
+//              kStages >= 3 (tf32, and 16-bit tuning candidates): MmaMultistage with cp.async,
+//              4 bytes and up: alignment 1 for fp32, >= 2 for 16-bit types.
 //  MMA         mma.sync m16n8k16 (bf16 and f16 both have it on sm_80+), m16n8k8 for tf32; fp32
 //              accumulators.
-//  Tile        128x128x32 thread block of 2x2 warps of 64x64x32: the tile CUTLASS's library
+//  Tile        (tf32 also 128x256x32, and 64x64x16 of 2x2 warps of 32x32 for small problems: priority())
+//              128x128x32 thread block of 2x2 warps of 64x64x32: the tile CUTLASS's library
 //              generates for its alignment-1 16-bit tensor-op kernels (generator.py,
 //              GenerateSM75_TensorOp_1688: [128, 128, 32], 2 stages, warps [2, 2, 1], alignments
 //              8, 4, 2, 1). 128 threads, 32 KiB of shared memory and about 200 registers per
@@ -48,7 +51,7 @@
 //  Swizzle     GemmIdentityThreadblockSwizzle<8>, CUTLASS's library default (L2 reuse of B).
 //  Split-K     in parallel, as in cutlass_simt_gemm.cuh: when the output tiles cannot fill the SMs,
 //              K is split into slices whose sums go to the workspace in bf16/f16 (the kernel's
-//              only epilogue writes D's type: each slice's sum is rounded once) and a second
+//              only epilogue writes D's type: each slice's sum is rounded once; fp32 for tf32) and a second
 //              kernel adds them in fp32, in a fixed order (deterministic), with the epilogue.
 //  Batched     GemmUniversalMode::kBatched with the operands' batch strides (0 broadcasts A, B
 //              or C; D needs a nonzero one).
@@ -65,6 +68,8 @@
 #pragma once
 
 #include <cuda_runtime.h>
+
+#include <algorithm>
 
 #include "cutlass/bfloat16.h"
 #include "cutlass/epilogue/thread/linear_combination.h"
@@ -149,7 +154,40 @@ class CutlassSm80Gemm
   // tiles ran 0.835x the wide tile's time over the H100 sweep's 1573 such problems the rules gave the wide
   // tile (unaligned bf16 / fp16, K < 32; faster at 1532, slower by > 3% at 10; session 39).
   static constexpr int kWideTileBonus = 5;
+  // tf32 (fp32 storage, precision="tf32") ranks ahead of the IEEE SIMT kernels (50 +- 5) from one k tile of K up
+  // and behind them (kShortKTf32Priority) below it. Session 45, H200, the tf32 kernels by name over the 299
+  // problems of session 42's survey that ran unaligned tf32 on SIMT (x torch.matmul, geomean; SIMT's from that
+  // survey): with K >= 32 128x128 was ahead of SIMT at 99 of 100 (0.78x against 0.40x; 15 x 4095 x 65535 rc
+  // 0.47 ms against 1.38), with K < 32 behind it at 197 of 199 (0.65x against 0.93x: a k tile of 32 is then
+  // mostly padding). Its wide tile leads where M and N both exceed one 128 tile and its tiles fill half the SMs
+  // (4095^3 rr 1.06 ms against 1.25, torch 1.01): over the 100, 0.82x, against 0.78x for 128x128 alone and
+  // 0.74x for 128x256 alone (the bf16 rule below, M > 128, gave 0.79x).
+  static constexpr int kShortKTf32Priority = 40;
+  // The 64x64 tf32 tile (k tiles of 16, what cuBLAS runs on small tf32 problems) ranks first for small problems --
+  // under 2^31 flop, with at most two of its tiles an SM or M or N of at most 64 -- above the SM90 tf32 kernels
+  // (whose 128-row wgmma tiles are mostly padding there, and whose stream-K fix-up alone took ~20 us at 4 x 16 x
+  // 1024) and below gemv (111); its 16-byte-copy twin (kAlignment 4, aligned operands only) one above; last
+  // elsewhere. Session 45, H200, over session 42's survey problems under 2^31 flop: aligned tf32 (SM90 before) rr
+  // 0.66x -> 1.08x torch.matmul with the rule, 1.09x choosing per problem; unaligned (SIMT or the 128-row tiles
+  // before) 1.22x -> 1.31x (1.32x). Outside it the 64x64 tile lost to SM90 over many tiles of short K (65536 x
+  // 512 x 4, 1024 x 2048 x 256) and to the 128-row tiles over long K (255 x 4095 x 16383: 0.64 ms against 0.35).
+  static constexpr int kSmallTf32Priority = 109, kNotSmallTf32Priority = 30;
+  static bool small_tf32_problem(const GemmProblem& p) {
+    const int64_t tiles = ((p.m + Base::kTileM - 1) / Base::kTileM) * ((p.n + Base::kTileN - 1) / Base::kTileN) * p.batch;
+    return 2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k) *
+                   static_cast<double>(p.batch) < 0x1p31 &&
+           (tiles <= 2 * static_cast<int64_t>(p.sm_count) || std::min(p.m, p.n) <= 64);
+  }
   int priority(const GemmProblem& p) const override {
+    if constexpr (sm80_detail::Math<Element>::math == Precision::Tf32) {
+      if constexpr (Base::kTileM == 64)
+        return small_tf32_problem(p) ? kSmallTf32Priority + (kAlignment > 1) : kNotSmallTf32Priority;
+      if (p.k < Base::kTileK) return kShortKTf32Priority;
+      if (Base::kTileN <= 128) return this->info_.priority;
+      const int64_t tiles = ((p.m + Base::kTileM - 1) / Base::kTileM) * ((p.n + Base::kTileN - 1) / Base::kTileN) * p.batch;
+      return p.m > Base::kTileM && p.n > 128 && 2 * tiles >= p.sm_count ? this->info_.priority + kWideTileBonus
+                                                                        : this->info_.priority - kWideTileBonus;
+    }
     if (Base::kTileN <= 128) return this->info_.priority;
     return p.m > Base::kTileM && p.k >= Base::kTileK ? this->info_.priority + kWideTileBonus
                                                       : this->info_.priority - kWideTileBonus;

@@ -8,7 +8,10 @@ Build (a subset with the SIMT kernels for auto):
     SKBUILD_CMAKE_DEFINE="PYCUTLASS_GEMM_KERNELS=^(sm80_tf32|simt_);PYCUTLASS_GEMM_TUNING=ON" OUT=$OUT SKIP_TESTS=1 \\
         bash scripts/gpu_check.sh
     (cd tests && python3 -m pytest -q test_cutlass_kernels_gpu.py -k sm80_tf32)   # float64 and the fallback first
-    python3 notes/sm80-tf32-candidates.py OUT.jsonl SECONDS"""
+    python3 notes/sm80-tf32-candidates.py OUT.jsonl SECONDS [--small-sm90] [--auto-only]
+Session 45 ran it (notes/sm80-tf32-h200-2026-11-28-session45.jsonl.gz) and registered the kernels. --small-sm90: the
+survey's tf32 problems under 2^31 flop that ran SM90 kernels (aligned: SM80 tf32 against the TMA kernels there).
+--auto-only: auto and torch.matmul alone (the final build's check of the rules)."""
 import gzip, json, math, sys, time
 import torch
 import pycutlass_gemm as pg
@@ -17,16 +20,21 @@ from pycutlass_gemm.bench_cases import PRECISIONS, Workload
 
 out_path, seconds = sys.argv[1], float(sys.argv[2])
 survey = [json.loads(l) for l in gzip.open('notes/survey-vs-torch-h200-2026-11-28-session42.jsonl.gz', 'rt')]
-probs = [r for r in survey if r['precision'] == 'tf32' and r['kernel'].startswith('simt') and r['m'] > 1 and r['n'] > 1]
-probs += [dict(precision='tf32', layout=lay, m=m, n=n, k=k, batch=1)
+small_sm90 = '--small-sm90' in sys.argv[3:]
+if small_sm90:
+    probs = [r for r in survey if r['precision'] == 'tf32' and r['kernel'].startswith('sm90') and r['m'] > 1 and r['n'] > 1
+             and 2 * r['m'] * r['n'] * r['k'] * r['batch'] < 2**31]
+else:
+    probs = [r for r in survey if r['precision'] == 'tf32' and r['kernel'].startswith('simt') and r['m'] > 1 and r['n'] > 1]
+probs += [] if small_sm90 else [dict(precision='tf32', layout=lay, m=m, n=n, k=k, batch=1)
           for m, n, k in ((1000, 3000, 777), (2048, 1001, 2048), (4095, 4095, 4095), (96, 50257, 264))
           for lay in ('rr', 'rc', 'cr', 'cc')]
-candidates = [k['name'] for k in pg.kernels() if k['name'].startswith('sm80_tf32')]
+candidates = [] if '--auto-only' in sys.argv[3:] else [k['name'] for k in pg.kernels() if k['name'].startswith('sm80_tf32')]
 p = {q.name: q for q in PRECISIONS}['tf32']
 settings = bt.Settings(budget_s=0.02, min_runs=5, max_runs=9, warmup_s=0.01, flush_mib=256)
 flush = bt.flush_buffer(settings)
 out, deadline = open(out_path, 'w'), time.time() + seconds
-best_vs_torch, best_vs_auto, bad = [], [], 0
+best_vs_torch, best_vs_auto, auto_vs_torch, bad = [], [], [], 0
 for r in probs:
     if time.time() > deadline:
         break
@@ -37,7 +45,7 @@ for r in probs:
     names = [n for n in candidates if pg.can_run(n, a, b, out=o, precision='tf32') == '']
     ref = torch.matmul(a.double(), b.double())
     errs = {}
-    for n in names:
+    for n in [auto] + names:
         o.fill_(float('nan'))
         pg.gemm(a, b, out=o, precision='tf32', variant=n)
         errs[n] = ((o.double() - ref).norm() / ref.norm()).item()
@@ -54,10 +62,12 @@ for r in probs:
     rec.pop('how', None)
     out.write(json.dumps(rec) + '\n')
     out.flush()
+    auto_vs_torch.append(t[0] / t[1])
     if names:
         best = min(t[2:])
         best_vs_torch.append(t[0] / best)
         best_vs_auto.append(t[1] / best)
 gm = lambda v: math.exp(sum(map(math.log, v)) / len(v)) if v else float('nan')
-print(f'{len(best_vs_torch)} problems: best candidate x torch {gm(best_vs_torch):.3f}, x auto {gm(best_vs_auto):.3f}; '
+print(f'{len(auto_vs_torch)} problems: auto x torch {gm(auto_vs_torch):.3f}; '
+      f'best candidate x torch {gm(best_vs_torch):.3f}, x auto {gm(best_vs_auto):.3f}; '
       f'bad {bad}')

@@ -489,6 +489,21 @@ def all_kernels():
     for dtype, la_lb, tile in itertools.product(["bf16", "f16"], LAYOUTS, [(128, 128, 32), (128, 256, 32)]):
         if not (dtype == "f16" and la_lb in ("cr", "cc") and tile[1] == 256):
             kernels.append(sm80(dtype, la_lb, tile))
+    # tf32 at any alignment on the same templates (precision="tf32" with K = 777 or N = 4095, which ran the IEEE
+    # SIMT kernels before): mma.sync m16n8k8, operands rounded to nearest on their way to it, the cp.async
+    # multistage mainloop moving one fp32 element (4 bytes) at a time, CUTLASS's library tiles for it
+    # (GenerateSM80_TensorOp_1688): 128x128x32 and 128x256x32 in 3 stages. Ahead of SIMT from one k tile of K up
+    # (CutlassSm80Gemm::priority). H200, session 45, over session 42's survey problems that ran unaligned tf32
+    # on SIMT, K >= 32: 0.40x -> 0.82x torch.matmul; error vs float64 at most 4.5e-4 over 315 problems.
+    for la_lb, tile in itertools.product(LAYOUTS, [(128, 128, 32), (128, 256, 32)]):
+        kernels.append(sm80("tf32", la_lb, tile, stages=3))
+    # ... and small tf32 problems, aligned or not, on 64x64 tiles of 2x2 warps, k tiles of 16 in 6 stages: what cuBLAS
+    # runs there (CUTLASS's cutlass_80_tensorop_s1688gemm_64x64_16x6, split-K), where a 128-row wgmma tile is mostly
+    # padding. 16 bytes a copy for aligned operands (a4), 4 for any (a1). H200, session 45, over session 42's survey
+    # problems under 2^31 flop (CutlassSm80Gemm::priority's region): aligned ones on SM90 0.62x -> 1.08x torch.matmul
+    # (rr, a4; 4 x 16 x 1024 rr 27 us -> 8), unaligned ones 1.22x -> 1.31x (SIMT or the 128-row tiles before).
+    for alignment, la_lb in itertools.product([4, 1], LAYOUTS):
+        kernels.append(sm80("tf32", la_lb, (64, 64, 16), (32, 32, 16), stages=6, alignment=alignment))
     # IEEE fp32 on CUDA cores: 128x128 (split-K for few tiles, the large-K workload) and 128x256 with
     # 64x64 warp tiles, 5 stages (CUTLASS's SM80 SIMT tile; 0.95-1.00x cuBLAS SGEMM where 128x128 ran
     # 0.81-0.87x: CutlassSimtGemm::priority).

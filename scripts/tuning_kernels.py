@@ -215,11 +215,10 @@ def candidates():
         Kernel("sm90", "tf32x3", la_lb[0], la_lb[1], (128, 128, 32), (1, 1),
                {"rr": "cooptrunc", "rc": "cooptrunc", "cr": "coop", "cc": "coopregistera"}[la_lb], scheduler, promote=1)
         for la_lb, scheduler in itertools.product(LAYOUTS, ["persistent", "streamk"])
-    ] + [  # tf32 at any alignment on tensor cores (session 44, not yet built on a GPU): CUTLASS 2.x mma.sync m16n8k8
-        # with the cp.async multistage mainloop, which moves one fp32 element (4 bytes) at a time where the rows
-        # are not 16-byte aligned (cpp/cutlass_sm80_gemm.cuh). precision="tf32" with K = 777 or N = 4095 runs the
-        # IEEE SIMT kernels today: 0.39-0.43x torch.matmul over session 42's survey problems of 2^30-2^38 flop
-        # (H200; 15 x 4095 x 65535 rc 1.38 ms, torch 0.36). CUTLASS's library tiles (GenerateSM80_TensorOp_1688):
-        # 128x128x32 in 3 stages (96 KiB: two blocks an SM) and 128x256x32 in 3.
-        sm80("tf32", la_lb, tile, stages=3) for la_lb in LAYOUTS for tile in ((128, 128, 32), (128, 256, 32))
+    ] + [  # small tf32 problems (session 45): cuBLAS runs CUTLASS's SM80 cutlass_80_tensorop_s1688gemm_64x64_16x6 with
+        # split-K there (H200, 4 x 16 x 1024 rr: 3.1 us and a 1.6 us reduction, where the 128x128 tf32 ran 7.4 and SM90
+        # stream-K 20); 64x64 tiles of 2x2 warps, k tiles of 16 in 6 stages or 32 in 5 (GenerateSM80_
+        # TensorOp_1688's). 64x64x16 in 6 stages is registered; k tiles of 32 in 5 ran behind it (session 45, H200, rr,
+        # the survey's small aligned tf32 problems at alignment 1: 0.90x torch.matmul against 0.94x)
+        sm80("tf32", "rr", (64, 64, 32), (32, 32, 32), stages=5),
     ]

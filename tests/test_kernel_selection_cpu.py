@@ -168,9 +168,10 @@ RULES_39 = [
     # 16-bit, K <= 2048, 128x256 tiles filling the waves poorly: the narrowest persistent tile, not stream-K
     (256, 256, 512, "rr", torch.bfloat16, None, "sm90_bf16_rr_128x64x64_c1x1_coop_persistent"),
     (256, 256, 512, "rc", torch.float16, None, "sm90_f16_rc_128x64x64_c1x2_coop_persistent"),
-    # tf32 over K <= 512: the persistent kernel despite its poor waves (stream-K's split costs more)
-    (512, 512, 256, "rr", torch.float32, "tf32", "sm90_tf32_rr_128x256x32_c2x1_coop_persistent"),
-    (512, 512, 256, "cr", torch.float32, "tf32", "sm90_tf32_cr_256x128x32_c1x2_coop_persistent"),
+    # tf32 over K <= 512: the persistent kernel despite its poor waves (stream-K's split costs more; 2048 x 2048, not
+    # session 39's 512 x 512, which runs the 64x64 SM80 tile since session 45)
+    (2048, 2048, 256, "rr", torch.float32, "tf32", "sm90_tf32_rr_128x256x32_c2x1_coop_persistent"),
+    (2048, 2048, 256, "cr", torch.float32, "tf32", "sm90_tf32_cr_256x128x32_c1x2_coop_persistent"),
     # long K over 128x256 tiles whose last wave is under half full (320 tiles): stream-K 128x256 ...
     (4096, 2560, 8192, "rr", torch.bfloat16, None, "sm90_bf16_rr_128x256x64_c2x1_coop_streamk"),
     # ... not where the last wave is full (512 tiles) nor for short K
@@ -202,9 +203,10 @@ RULES_40 = [
     # 4608x4096 has 18 x 32 = 576 tiles, 4.4 waves (persistent); 2304x4096 288, 2.2 waves (stream-K)
     (2304, 4096, 4096, "cr", torch.float32, "tf32", "sm90_tf32_cr_256x128x32_c1x1_coop_streamk"),
     (4608, 4096, 4096, "cr", torch.float32, "tf32", "sm90_tf32_cr_256x128x32_c1x2_coop_persistent"),
-    # tf32 rc / cc over K <= 1024 whose 128x256 tiles fill the waves poorly: 128x128 c1x2 (twice the CTAs)
-    (512, 1024, 512, "rc", torch.float32, "tf32", "sm90_tf32_rc_128x128x32_c1x2_coop_persistent"),
-    (256, 256, 1024, "cc", torch.float32, "tf32", "sm90_tf32_cc_128x128x32_c1x2_coop_persistent"),
+    # tf32 rc / cc over K <= 1024 whose 128x256 tiles fill the waves poorly: 128x128 c1x2 (twice the CTAs; sizes
+    # above session 40's 512 x 1024 and 256 x 256, which run the 64x64 SM80 tile since session 45)
+    (1024, 2048, 512, "rc", torch.float32, "tf32", "sm90_tf32_rc_128x128x32_c1x2_coop_persistent"),
+    (1024, 1024, 1024, "cc", torch.float32, "tf32", "sm90_tf32_cc_128x128x32_c1x2_coop_persistent"),
 ]
 
 
@@ -258,7 +260,28 @@ RULES_41 = [
 ]
 
 
-RULES = [("39", *r) for r in RULES_39] + [("40", *r) for r in RULES_40] + [("41", *r) for r in RULES_41]
+RULES_45 = [
+    # unaligned tf32 from one k tile of K up: the SM80 tf32 kernels, not IEEE SIMT; the 128x256 tile where M and N
+    # exceed 128 and its tiles fill half the SMs (1000x3000: 96 tiles), else 128x128 (2048x1001: 64; 96 rows) ...
+    (1000, 3000, 777, "rr", torch.float32, "tf32", "sm80_tf32_rr_128x256x32_a1_s3"),
+    (2048, 1001, 2048, "rc", torch.float32, "tf32", "sm80_tf32_rc_128x128x32_a1_s3"),
+    (96, 50257, 264, "cr", torch.float32, "tf32", "sm80_tf32_cr_128x128x32_a1_s3"),
+    (4095, 4095, 4095, "cc", torch.float32, "tf32", "sm80_tf32_cc_128x256x32_a1_s3"),
+    # ... and SIMT below it (K = 15: a k tile of 32 is mostly padding) over more than two 64x64 tiles an SM ...
+    (1024, 4096, 15, "rr", torch.float32, "tf32", "simt_f32_rr_128x128x8_splitk"),
+    # ... but small problems (under 2^31 flop, at most two 64x64 tiles an SM or M or N <= 64) on the 64x64 tile,
+    # with 16-byte copies where the operands allow, ahead of the SM90 kernels, behind gemv
+    (4, 16, 1024, "rr", torch.float32, "tf32", "sm80_tf32_rr_64x64x16_w32x32_a4_s6"),
+    (256, 256, 1024, "cc", torch.float32, "tf32", "sm80_tf32_cc_64x64x16_w32x32_a4_s6"),
+    (4, 65536, 512, "rc", torch.float32, "tf32", "sm80_tf32_rc_64x64x16_w32x32_a4_s6"),
+    (15, 255, 1023, "rc", torch.float32, "tf32", "sm80_tf32_rc_64x64x16_w32x32_a1_s6"),
+    (64, 4096, 15, "rr", torch.float32, "tf32", "sm80_tf32_rr_64x64x16_w32x32_a1_s6"),
+    (1, 4096, 4096, "rr", torch.float32, "tf32", "gemv"),
+]
+
+
+RULES = [("39", *r) for r in RULES_39] + [("40", *r) for r in RULES_40] + [("41", *r) for r in RULES_41] + \
+    [("45", *r) for r in RULES_45]
 
 
 @pytest.mark.parametrize("session, m, n, k, layouts, dtype, precision, kernel", RULES,
@@ -270,6 +293,16 @@ def test_rules_of_sessions(session, m, n, k, layouts, dtype, precision, kernel):
     a = meta(m, k, "row" if layouts[0] == "r" else "col", dtype)
     b = meta(k, n, "row" if layouts[1] == "r" else "col", dtype)
     assert rules_choice(a, b, precision or "ieee") == kernel
+
+
+def test_the_tf32_sm80_kernels_run_only_what_asks_for_tf32():
+    """IEEE and tf32x3 keep their kernels on unaligned fp32: tf32 products are less accurate than asked."""
+    for precision in ("ieee", "tf32x3"):
+        for m, n, k, layouts in ((1000, 3000, 777, "rr"), (2048, 1001, 2048, "cc")):
+            a = meta(m, k, "row" if layouts[0] == "r" else "col", torch.float32)
+            b = meta(k, n, "row" if layouts[1] == "r" else "col", torch.float32)
+            assert not rules_choice(a, b, precision).startswith("sm80_tf32")
+            assert not pg.plan(a, b, precision=precision, arch=90)["kernel"].startswith("sm80_tf32")
 
 
 def test_fill_tiles_leave_full_waves_and_long_k_stream_k_to_the_others():
