@@ -70,10 +70,15 @@ class Cutlass2xGemm : public GemmKernel {
 
   const KernelInfo& info() const override { return info_; }
 
+  // Output tiles of all batches.
+  static int64_t tiles_of(const GemmProblem& p) {
+    return ((p.m + kTileM - 1) / kTileM) * ((p.n + kTileN - 1) / kTileN) * p.batch;
+  }
+
   // Slices of K (1: none). Batched problems are not split.
   static int split_k_slices(const GemmProblem& p) {
     if (p.batch != 1 || p.sm_count <= 0) return 1;
-    const int64_t tiles = ((p.m + kTileM - 1) / kTileM) * ((p.n + kTileN - 1) / kTileN);
+    const int64_t tiles = tiles_of(p);  // batch 1
     if (tiles * SplitK_::kTilesPerSmToSplit >= p.sm_count) return 1;
     const int64_t by_sms = SplitK_::kBlocksPerSm * p.sm_count / tiles;
     const int64_t by_k = p.k / (4 * tiles <= p.sm_count ? SplitK_::kMinKPerSliceFewTiles : SplitK_::kMinKPerSlice);

@@ -60,8 +60,7 @@ class CutlassSimtGemm
   static constexpr int kWideTileBonus = 5;
   int priority(const GemmProblem& p) const override {
     if (Base::kTileN <= 128) return this->info_.priority;
-    const int64_t tiles = ((p.m + Base::kTileM - 1) / Base::kTileM) * ((p.n + Base::kTileN - 1) / Base::kTileN) * p.batch;
-    const bool fills = tiles >= p.sm_count || Base::split_k_slices(p) > 1;
+    const bool fills = Base::tiles_of(p) >= p.sm_count || Base::split_k_slices(p) > 1;
     return fills && p.n > 128 ? this->info_.priority + kWideTileBonus : this->info_.priority - kWideTileBonus;
   }
 };

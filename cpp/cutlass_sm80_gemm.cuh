@@ -173,7 +173,7 @@ class CutlassSm80Gemm
   // 512 x 4, 1024 x 2048 x 256) and to the 128-row tiles over long K (255 x 4095 x 16383: 0.64 ms against 0.35).
   static constexpr int kSmallTf32Priority = 109, kNotSmallTf32Priority = 30;
   static bool small_tf32_problem(const GemmProblem& p) {
-    const int64_t tiles = ((p.m + Base::kTileM - 1) / Base::kTileM) * ((p.n + Base::kTileN - 1) / Base::kTileN) * p.batch;
+    const int64_t tiles = Base::tiles_of(p);
     return 2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k) *
                    static_cast<double>(p.batch) < 0x1p31 &&
            (tiles <= 2 * static_cast<int64_t>(p.sm_count) || std::min(p.m, p.n) <= 64);
@@ -184,9 +184,8 @@ class CutlassSm80Gemm
         return small_tf32_problem(p) ? kSmallTf32Priority + (kAlignment > 1) : kNotSmallTf32Priority;
       if (p.k < Base::kTileK) return kShortKTf32Priority;
       if (Base::kTileN <= 128) return this->info_.priority;
-      const int64_t tiles = ((p.m + Base::kTileM - 1) / Base::kTileM) * ((p.n + Base::kTileN - 1) / Base::kTileN) * p.batch;
-      return p.m > Base::kTileM && p.n > 128 && 2 * tiles >= p.sm_count ? this->info_.priority + kWideTileBonus
-                                                                        : this->info_.priority - kWideTileBonus;
+      const bool wide = p.m > Base::kTileM && p.n > 128 && 2 * Base::tiles_of(p) >= p.sm_count;
+      return wide ? this->info_.priority + kWideTileBonus : this->info_.priority - kWideTileBonus;
     }
     if (Base::kTileN <= 128) return this->info_.priority;
     return p.m > Base::kTileM && p.k >= Base::kTileK ? this->info_.priority + kWideTileBonus

@@ -298,7 +298,8 @@ def test_rules_of_sessions(session, m, n, k, layouts, dtype, precision, kernel):
 def test_the_tf32_sm80_kernels_run_only_what_asks_for_tf32():
     """IEEE and tf32x3 keep their kernels on unaligned fp32: tf32 products are less accurate than asked."""
     for precision in ("ieee", "tf32x3"):
-        for m, n, k, layouts in ((1000, 3000, 777, "rr"), (2048, 1001, 2048, "cc")):
+        for m, n, k, layouts in ((1000, 3000, 777, "rr"), (2048, 1001, 2048, "cc"),
+                                 (4, 16, 1024, "rr"), (15, 255, 1023, "rc")):  # the 128-row and 64x64 tiles
             a = meta(m, k, "row" if layouts[0] == "r" else "col", torch.float32)
             b = meta(k, n, "row" if layouts[1] == "r" else "col", torch.float32)
             assert not rules_choice(a, b, precision).startswith("sm80_tf32")
