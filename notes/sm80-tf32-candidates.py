@@ -11,26 +11,33 @@ Build (a subset with the SIMT kernels for auto):
     python3 notes/sm80-tf32-candidates.py OUT.jsonl SECONDS [--small-sm90] [--auto-only]
 Session 45 ran it (notes/sm80-tf32-h200-2026-11-28-session45.jsonl.gz) and registered the kernels. --small-sm90: the
 survey's tf32 problems under 2^31 flop that ran SM90 kernels (aligned: SM80 tf32 against the TMA kernels there).
---auto-only: auto and torch.matmul alone (the final build's check of the rules)."""
+--auto-only: auto and torch.matmul alone (the final build's check of the rules).
+--precision bf16 / fp16 (for session 46; default tf32): that precision's survey rows and its SM80 kernels
+(sm80_bf16_* / sm80_f16_*: the 64x64x32 a8 tuning candidates); the survey row's own kernel is timed by name too
+where the build has it ("survey_kernel_ms"), so build those SM90 kernels into the subset, e.g.
+    PYCUTLASS_GEMM_KERNELS="^(sm80_bf16|sm90_bf16_(cr|rr)_128x64x64_c1x1_coop_persistent)" """
 import gzip, json, math, sys, time
 import torch
 import pycutlass_gemm as pg
 from pycutlass_gemm import bench_timing as bt
 from pycutlass_gemm.bench_cases import PRECISIONS, Workload
 
-out_path, seconds = sys.argv[1], float(sys.argv[2])
+out_path, seconds, flags = sys.argv[1], float(sys.argv[2]), sys.argv[3:]
+precision = flags[flags.index('--precision') + 1] if '--precision' in flags else 'tf32'
+prefix = 'sm80_' + {'tf32': 'tf32', 'bf16': 'bf16', 'fp16': 'f16'}[precision]
+tolerance = 2e-3 if precision == 'tf32' else 1e-2
 survey = [json.loads(l) for l in gzip.open('notes/survey-vs-torch-h200-2026-11-28-session42.jsonl.gz', 'rt')]
-small_sm90 = '--small-sm90' in sys.argv[3:]
+small_sm90 = '--small-sm90' in flags
 if small_sm90:
-    probs = [r for r in survey if r['precision'] == 'tf32' and r['kernel'].startswith('sm90') and r['m'] > 1 and r['n'] > 1
-             and 2 * r['m'] * r['n'] * r['k'] * r['batch'] < 2**31]
+    probs = [r for r in survey if r['precision'] == precision and r['kernel'].startswith('sm90') and r['m'] > 1
+             and r['n'] > 1 and 2 * r['m'] * r['n'] * r['k'] * r['batch'] < 2**31]
 else:
     probs = [r for r in survey if r['precision'] == 'tf32' and r['kernel'].startswith('simt') and r['m'] > 1 and r['n'] > 1]
 probs += [] if small_sm90 else [dict(precision='tf32', layout=lay, m=m, n=n, k=k, batch=1)
           for m, n, k in ((1000, 3000, 777), (2048, 1001, 2048), (4095, 4095, 4095), (96, 50257, 264))
           for lay in ('rr', 'rc', 'cr', 'cc')]
-candidates = [] if '--auto-only' in sys.argv[3:] else [k['name'] for k in pg.kernels() if k['name'].startswith('sm80_tf32')]
-p = {q.name: q for q in PRECISIONS}['tf32']
+candidates = [] if '--auto-only' in flags else [k['name'] for k in pg.kernels() if k['name'].startswith(prefix)]
+p = {q.name: q for q in PRECISIONS}[precision]
 settings = bt.Settings(budget_s=0.02, min_runs=5, max_runs=9, warmup_s=0.01, flush_mib=256)
 flush = bt.flush_buffer(settings)
 out, deadline = open(out_path, 'w'), time.time() + seconds
@@ -41,30 +48,37 @@ for r in probs:
     w = Workload.problem(r['m'], r['n'], r['k'], r['layout'], r['batch'])
     a, b = w.make_inputs(p)
     o = torch.full(w.out_shape, float('nan'), device='cuda', dtype=p.dtype)
-    auto = pg.plan(a, b, precision='tf32')['kernel']
-    names = [n for n in candidates if pg.can_run(n, a, b, out=o, precision='tf32') == '']
+    gp = p.gemm_precision
+    auto = pg.plan(a, b, precision=gp)['kernel']
+    names = [n for n in candidates if pg.can_run(n, a, b, out=o, precision=gp) == '']
+    built = {k['name'] for k in pg.kernels()}
+    survey_kernel = r.get('kernel') if precision != 'tf32' and r.get('kernel') in built and r['kernel'] != auto \
+        and pg.can_run(r['kernel'], a, b, out=o, precision=gp) == '' else None
     ref = torch.matmul(a.double(), b.double())
     errs = {}
     for n in [auto] + names:
         o.fill_(float('nan'))
-        pg.gemm(a, b, out=o, precision='tf32', variant=n)
+        pg.gemm(a, b, out=o, precision=gp, variant=n)
         errs[n] = ((o.double() - ref).norm() / ref.norm()).item()
-        if not errs[n] < 2e-3 * max(1, math.sqrt(r['k'] / 8192)):
+        if not errs[n] < tolerance * max(1, math.sqrt(r['k'] / 8192)):
             bad += 1
             print('BAD', n, r, errs[n])
-    with bt.torch_matmul_precision(True):
-        fns = [lambda: torch.matmul(a, b, out=o), lambda: pg.gemm(a, b, out=o, precision='tf32', variant=auto)]
-        fns += [lambda n=n: pg.gemm(a, b, out=o, precision='tf32', variant=n) for n in names]
+    with bt.torch_matmul_precision(p.allow_tf32):
+        fns = [lambda: torch.matmul(a, b, out=o), lambda: pg.gemm(a, b, out=o, precision=gp, variant=auto)]
+        fns += [lambda n=n: pg.gemm(a, b, out=o, precision=gp, variant=n) for n in names]
+        if survey_kernel:
+            fns.append(lambda: pg.gemm(a, b, out=o, precision=gp, variant=survey_kernel))
         for f in fns:
             bt.warm_up(f, settings)
         t = [sorted(s)[len(s) // 2] for s in bt.time_interleaved(fns, flush, settings)]
-    rec = dict(r, auto=auto, torch_ms=t[0], auto_ms=t[1], ms=dict(zip(names, t[2:])), err=errs)
+    rec = dict(r, auto=auto, torch_ms=t[0], auto_ms=t[1], ms=dict(zip(names, t[2:2 + len(names)])), err=errs,
+               survey_kernel_ms=t[-1] if survey_kernel else None)
     rec.pop('how', None)
     out.write(json.dumps(rec) + '\n')
     out.flush()
     auto_vs_torch.append(t[0] / t[1])
     if names:
-        best = min(t[2:])
+        best = min(t[2:2 + len(names)])
         best_vs_torch.append(t[0] / best)
         best_vs_auto.append(t[1] / best)
 gm = lambda v: math.exp(sum(map(math.log, v)) / len(v)) if v else float('nan')
