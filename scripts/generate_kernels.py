@@ -500,8 +500,9 @@ def all_kernels():
     # ... and small tf32 problems, aligned or not, on 64x64 tiles of 2x2 warps, k tiles of 16 in 6 stages: what cuBLAS
     # runs there (CUTLASS's cutlass_80_tensorop_s1688gemm_64x64_16x6, split-K), where a 128-row wgmma tile is mostly
     # padding. 16 bytes a copy for aligned operands (a4), 4 for any (a1). H200, session 45, over session 42's survey
-    # problems under 2^31 flop (CutlassSm80Gemm::priority's region): aligned ones on SM90 0.62x -> 1.08x torch.matmul
-    # (rr, a4; 4 x 16 x 1024 rr 27 us -> 8), unaligned ones 1.22x -> 1.31x (SIMT or the 128-row tiles before).
+    # problems under 2^31 flop (CutlassSm80Gemm::priority's region): the 314 aligned ones (SM90 before) 0.72x -> 1.05x
+    # torch.matmul on the final build (4 x 16 x 1024 rr 27 us -> 7), the unaligned ones 0.73x -> 1.03x (SIMT or the
+    # 128-row tiles before; all sizes).
     for alignment, la_lb in itertools.product([4, 1], LAYOUTS):
         kernels.append(sm80("tf32", la_lb, (64, 64, 16), (32, 32, 16), stages=6, alignment=alignment))
     # IEEE fp32 on CUDA cores: 128x128 (split-K for few tiles, the large-K workload) and 128x256 with
