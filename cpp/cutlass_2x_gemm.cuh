@@ -71,9 +71,7 @@ class Cutlass2xGemm : public GemmKernel {
   const KernelInfo& info() const override { return info_; }
 
   // Output tiles of all batches.
-  static int64_t tiles_of(const GemmProblem& p) {
-    return ((p.m + kTileM - 1) / kTileM) * ((p.n + kTileN - 1) / kTileN) * p.batch;
-  }
+  static int64_t tiles_of(const GemmProblem& p) { return tile_count(p.m, p.n, p.batch, kTileM, kTileN); }
 
   // Slices of K (1: none). Batched problems are not split.
   static int split_k_slices(const GemmProblem& p) {

@@ -1,7 +1,8 @@
-// bf16 / f16 / tf32 GEMM on tensor cores for operands that are NOT 16-byte aligned: CUTLASS 2.x (cutlass::gemm::device::GemmUniversal, OpClassTensorOp, Sm80
-// mma.sync), behind the GemmKernel interface. It runs on sm_90 (Hopper executes the sm_80
-// mma.sync instructions); like the other CUTLASS kernels of the package it is built for sm_90a
-// only.
+// bf16 / f16 / tf32 GEMM on tensor cores for operands that are NOT 16-byte aligned (and, for tf32,
+// small problems at any alignment: priority()): CUTLASS 2.x (cutlass::gemm::device::GemmUniversal,
+// OpClassTensorOp, Sm80 mma.sync), behind the GemmKernel interface. It runs on sm_90 (Hopper
+// executes the sm_80 mma.sync instructions); like the other CUTLASS kernels of the package it is
+// built for sm_90a only.
 //
 // Why this family exists: the SM90 kernels (cutlass_sm90_gemm.cuh) load with TMA, which needs
 // 16-byte aligned pointers, leading dimensions and row extents. A K of 777, an N of 1001, a
@@ -50,9 +51,9 @@
 //              elements, so D may have an odd N, an odd leading dimension and an odd pointer.
 //  Swizzle     GemmIdentityThreadblockSwizzle<8>, CUTLASS's library default (L2 reuse of B).
 //  Split-K     in parallel, as in cutlass_simt_gemm.cuh: when the output tiles cannot fill the SMs,
-//              K is split into slices whose sums go to the workspace in bf16/f16 (the kernel's
-//              only epilogue writes D's type: each slice's sum is rounded once; fp32 for tf32) and a second
-//              kernel adds them in fp32, in a fixed order (deterministic), with the epilogue.
+//              K is split into slices whose sums go to the workspace in D's type (the kernel's only
+//              epilogue writes it: a 16-bit slice's sum is rounded once; tf32's are fp32) and a
+//              second kernel adds them in fp32, in a fixed order (deterministic), with the epilogue.
 //  Batched     GemmUniversalMode::kBatched with the operands' batch strides (0 broadcasts A, B
 //              or C; D needs a nonzero one).
 //
