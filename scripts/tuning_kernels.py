@@ -227,5 +227,5 @@ def candidates():
         # Session 42's survey ran 513 such problems under 2^26 flop on SM90 at 0.88x torch.matmul (4 x 16 x 1024 bf16:
         # 5.8 us against cuBLAS's 3.6)
         sm80(dtype, la_lb, (64, 64, 32), (32, 32, 32), stages=6, alignment=8)
-        for dtype, la_lb in itertools.product(["bf16", "f16"], ["rr", "rc", "cr"])
+        for dtype, la_lb in itertools.product(["bf16", "f16"], LAYOUTS)
     ]
