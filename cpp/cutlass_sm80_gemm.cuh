@@ -172,22 +172,29 @@ class CutlassSm80Gemm
   // 0.66x -> 1.08x torch.matmul with the rule, 1.09x choosing per problem; unaligned (SIMT or the 128-row tiles
   // before) 1.22x -> 1.31x (1.32x). Outside it the 64x64 tile lost to SM90 over many tiles of short K (65536 x
   // 512 x 4, 1024 x 2048 x 256) and to the 128-row tiles over long K (255 x 4095 x 16383: 0.64 ms against 0.35).
-  static constexpr int kSmallTf32Priority = 109, kNotSmallTf32Priority = 30;
-  static bool small_tf32_problem(const GemmProblem& p) {
+  static constexpr int kSmallTf32Priority = 109, kNotSmallPriority = 30;
+  // The 16-bit 64x64x32 tile (16-byte copies: aligned operands only) the same way below 2^24 flop, at 110. Session
+  // 46, H200, over session 42's survey problems under 2^31 flop that ran SM90 kernels (shuffled rounds, against
+  // auto): 1.14-1.24x auto's speed below 2^24 flop, 0.98-1.0x at 2^24-2^26, 0.80-0.89x above 2^28; with this rule
+  // bf16 1.26x -> 1.31x torch.matmul over 430 problems, fp16 1.17x -> 1.21x over 358 (outer products, K = 1, over
+  // more tiles stay on SM90: the tile clause).
+  static constexpr int kSmall16BitPriority = 110;
+  static bool small_problem(const GemmProblem& p, double flop_limit) {
     const int64_t tiles = Base::tiles_of(p);
     return 2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k) *
-                   static_cast<double>(p.batch) < 0x1p31 &&
+                   static_cast<double>(p.batch) < flop_limit &&
            (tiles <= 2 * static_cast<int64_t>(p.sm_count) || std::min(p.m, p.n) <= 64);
   }
   int priority(const GemmProblem& p) const override {
     if constexpr (sm80_detail::Math<Element>::math == Precision::Tf32) {
       if constexpr (Base::kTileM == 64)
-        return small_tf32_problem(p) ? kSmallTf32Priority + (kAlignment > 1) : kNotSmallTf32Priority;
+        return small_problem(p, 0x1p31) ? kSmallTf32Priority + (kAlignment > 1) : kNotSmallPriority;
       if (p.k < Base::kTileK) return kShortKTf32Priority;
       if (Base::kTileN <= 128) return this->info_.priority;
       const bool wide = p.m > Base::kTileM && p.n > 128 && 2 * Base::tiles_of(p) >= p.sm_count;
       return wide ? this->info_.priority + kWideTileBonus : this->info_.priority - kWideTileBonus;
     }
+    if constexpr (Base::kTileM == 64) return small_problem(p, 0x1p24) ? kSmall16BitPriority : kNotSmallPriority;
     if (Base::kTileN <= 128) return this->info_.priority;
     return p.m > Base::kTileM && p.k >= Base::kTileK ? this->info_.priority + kWideTileBonus
                                                       : this->info_.priority - kWideTileBonus;

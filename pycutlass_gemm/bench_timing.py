@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import random
 import statistics
 import time
 from dataclasses import dataclass
@@ -88,25 +89,32 @@ def time_call(fn: Callable[[], object], flush: torch.Tensor) -> float:
 
 
 def time_rounds(samplers: Sequence[Callable[[], object]], settings: Settings) -> list[list]:
-    """What each of `samplers` returns per run, taken round-robin (one run of each in turn) so that
+    """What each of `samplers` returns per run, taken in rounds (one run of each in turn) so that
     clock and temperature drift falls on every sampler alike, and the ratios between them in one
-    run are fair. Each round starts one sampler later than the last, so none always runs right
-    after the same other one. Each stops after `budget_s` of its own wall time once it has
-    `min_runs` runs, or at `max_runs`."""
+    run are fair. Each round takes the samplers in a fresh shuffled order (seeded: repeatable) and
+    never starts with the one that ended the last round: a kernel timed right after itself runs
+    faster than after another (on the GPU, despite the L2 flush: notes/measurements.md, sessions
+    45-46), and a fixed rotation put each sampler after the same other one in most rounds, so the
+    row after torch.matmul was timed cold and the others warm. Each stops after `budget_s` of its
+    own wall time once it has `min_runs` runs, or at `max_runs`."""
     samples: list[list] = [[] for _ in samplers]
     spent = [0.0 for _ in samplers]
     wanted = lambda i: len(samples[i]) < settings.max_runs and (  # noqa: E731
         len(samples[i]) < settings.min_runs or spent[i] < settings.budget_s)
-    rounds = 0
-    while any(wanted(i) for i in range(len(samplers))):
-        for j in range(len(samplers)):
-            i = (rounds + j) % len(samplers)
-            if wanted(i):
-                t0 = time.perf_counter()
-                samples[i].append(samplers[i]())
-                spent[i] += time.perf_counter() - t0
-        rounds += 1
-    return samples
+    order, last = list(range(len(samplers))), None
+    shuffle = random.Random(len(samplers)).shuffle
+    while True:
+        live = [i for i in order if wanted(i)]
+        if not live:
+            return samples
+        shuffle(live)
+        if len(live) > 1 and live[0] == last:
+            live.append(live.pop(0))
+        for i in live:
+            t0 = time.perf_counter()
+            samples[i].append(samplers[i]())
+            spent[i] += time.perf_counter() - t0
+        last = live[-1]
 
 
 def time_interleaved(fns: Sequence[Callable[[], object]], flush: torch.Tensor, settings: Settings) -> list[list[float]]:

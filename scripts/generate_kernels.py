@@ -489,6 +489,13 @@ def all_kernels():
     for dtype, la_lb, tile in itertools.product(["bf16", "f16"], LAYOUTS, [(128, 128, 32), (128, 256, 32)]):
         if not (dtype == "f16" and la_lb in ("cr", "cc") and tile[1] == 256):
             kernels.append(sm80(dtype, la_lb, tile))
+    # Small aligned bf16 / fp16 problems (under 2^24 flop) on 64x64x32 tiles of 2x2 warps, 6 stages of 16-byte
+    # cp.async (CUTLASS's GenerateSM80_TensorOp_16816 tile), where a 128-row wgmma tile is mostly padding: ahead of
+    # the SM90 kernels there (CutlassSm80Gemm::priority). H200, session 46, over session 42's survey problems under
+    # 2^31 flop that ran SM90 kernels, shuffled rounds: 1.14-1.24x auto's speed below 2^24 flop, 0.80-0.89x above
+    # 2^28; with the rule bf16 1.26x -> 1.31x torch.matmul over 430 problems, fp16 1.17x -> 1.21x over 358.
+    for dtype, la_lb in itertools.product(["bf16", "f16"], LAYOUTS):
+        kernels.append(sm80(dtype, la_lb, (64, 64, 32), (32, 32, 32), stages=6, alignment=8))
     # tf32 at any alignment on the same templates (precision="tf32" with K = 777 or N = 4095, which ran the IEEE
     # SIMT kernels before): mma.sync m16n8k8, operands rounded to nearest on their way to it, the cp.async
     # multistage mainloop moving one fp32 element (4 bytes) at a time, CUTLASS's library tiles for it

@@ -221,11 +221,4 @@ def candidates():
         # TensorOp_1688's). 64x64x16 in 6 stages is registered; k tiles of 32 in 5 ran behind it (session 45, H200, rr,
         # the survey's small aligned tf32 problems at alignment 1: 0.90x torch.matmul against 0.94x)
         sm80("tf32", "rr", (64, 64, 32), (32, 32, 32), stages=5),
-    ] + [  # small bf16 / fp16 problems (for session 46, not yet run): what won for tf32 (the 64x64x16 tiles above
-        # the SM90 kernels under 2^31 flop, session 45) in 16 bits: CUTLASS's GenerateSM80_TensorOp_16816 64x64x32
-        # tile, 2x2 warps of 32x32, 6 stages, 16-byte cp.async (alignment 8: aligned operands; bf16 rr compiles).
-        # Session 42's survey ran 513 such problems under 2^26 flop on SM90 at 0.88x torch.matmul (4 x 16 x 1024 bf16:
-        # 5.8 us against cuBLAS's 3.6)
-        sm80(dtype, la_lb, (64, 64, 32), (32, 32, 32), stages=6, alignment=8)
-        for dtype, la_lb in itertools.product(["bf16", "f16"], LAYOUTS)
     ]

@@ -279,6 +279,18 @@ def test_model_without_enable_skips_the_encoder(monkeypatch):
     assert [r.status for r in rows] == ["ok"] * 4 + ["SKIP"] and "enable() does not exist" in rows[-1].message
 
 
+def test_rounds_shuffle_and_never_time_a_sampler_right_after_itself():
+    calls = []
+    samplers = [lambda i=i: calls.append(i) or i for i in range(4)]
+    samples = timing.time_rounds(samplers, timing.Settings(budget_s=0.0, min_runs=30, max_runs=30))
+    assert samples == [[i] * 30 for i in range(4)] and len(calls) == 120
+    rounds = [calls[j:j + 4] for j in range(0, 120, 4)]
+    assert all(sorted(r) == [0, 1, 2, 3] for r in rounds)
+    assert all(a != b for a, b in zip(calls, calls[1:]))  # none follows itself across a round's end
+    predecessors = {i: {a for a, b in zip(calls, calls[1:]) if b == i} for i in range(4)}
+    assert all(len(p) == 3 for p in predecessors.values())  # each runs after every other one, not one
+
+
 # --- on a GPU -----------------------------------------------------------------------------------
 
 @pytest.mark.gpu

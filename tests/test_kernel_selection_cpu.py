@@ -280,8 +280,18 @@ RULES_45 = [
 ]
 
 
+RULES_46 = [
+    # small aligned bf16 / fp16 problems (under 2^24 flop, at most two 64x64 tiles an SM or M or N <= 64) on the
+    # 16-bit 64x64x32 tile, ahead of the SM90 kernels, in every layout
+    (64, 256, 256, "rr", torch.bfloat16, None, "sm80_bf16_rr_64x64x32_w32x32_a8_s6"),
+    (256, 256, 64, "cc", torch.float16, None, "sm80_f16_cc_64x64x32_w32x32_a8_s6"),
+    (48, 4096, 32, "rc", torch.bfloat16, None, "sm80_bf16_rc_64x64x32_w32x32_a8_s6"),
+    (1024, 48, 128, "cr", torch.float16, None, "sm80_f16_cr_64x64x32_w32x32_a8_s6"),
+]
+
+
 RULES = [("39", *r) for r in RULES_39] + [("40", *r) for r in RULES_40] + [("41", *r) for r in RULES_41] + \
-    [("45", *r) for r in RULES_45]
+    [("45", *r) for r in RULES_45] + [("46", *r) for r in RULES_46]
 
 
 @pytest.mark.parametrize("session, m, n, k, layouts, dtype, precision, kernel", RULES,
@@ -304,6 +314,23 @@ def test_the_tf32_sm80_kernels_run_only_what_asks_for_tf32():
             b = meta(k, n, "row" if layouts[1] == "r" else "col", torch.float32)
             assert not rules_choice(a, b, precision).startswith("sm80_tf32")
             assert not pg.plan(a, b, precision=precision, arch=90)["kernel"].startswith("sm80_tf32")
+
+
+def test_the_small_16bit_tile_stays_out_of_large_unaligned_and_outer_products():
+    """The 64x64x32 a8 tile runs small aligned 16-bit problems only: not at 2^24 flop and up, not over more than two of
+    its tiles an SM with M and N above 64 (3072 x 1536 x 1: K = 1 outer products), not on unaligned operands; and
+    with the shipped (H100) table it still runs where the rules put it first (registered after the sweep)."""
+    small = {x["name"] for x in pg.kernels() if x["name"].endswith("_64x64x32_w32x32_a8_s6")}
+    if not small:
+        pytest.skip("the 16-bit 64x64 tiles are not in this build")
+    for m, n, k, layouts, dtype in ((256, 256, 128, "rr", torch.bfloat16), (3072, 1536, 1, "rr", torch.bfloat16),
+                                    (1024, 6144, 1, "cr", torch.float16), (64, 100, 256, "rr", torch.bfloat16),
+                                    (64, 256, 250, "rc", torch.float16)):
+        a = meta(m, k, "row" if layouts[0] == "r" else "col", dtype)
+        b = meta(k, n, "row" if layouts[1] == "r" else "col", dtype)
+        assert rules_choice(a, b) not in small, (m, n, k)
+    a, b = meta(64, 256, "row"), meta(256, 256, "row")
+    assert pg.plan(a, b, arch=90)["kernel"] == "sm80_bf16_rr_64x64x32_w32x32_a8_s6"
 
 
 def test_fill_tiles_leave_full_waves_and_long_k_stream_k_to_the_others():
