@@ -35,12 +35,14 @@ namespace pycutlass_gemm {
 // How a family splits K: below `kTilesPerSmToSplit` output tiles per SM (x 1/denominator: a
 // problem splits when tiles * kTilesPerSmToSplit < SMs) a problem is split into slices of at least
 // kMinKPerSlice (kMinKPerSliceFewTiles where the tiles fill at most a quarter of the SMs), at most
-// kMaxSlices of them, for about kBlocksPerSm thread blocks an SM.
+// kMaxSlices of them, for about kBlocksPerSm thread blocks an SM; never below kMinKToSplit of K (the
+// second kernel adding the slices costs more than the unsplit k tiles).
 template <int64_t kMinKPerSlice_, int64_t kMaxSlices_, int64_t kTilesPerSmToSplit_, int64_t kBlocksPerSm_,
-          int64_t kMinKPerSliceFewTiles_ = kMinKPerSlice_>
+          int64_t kMinKPerSliceFewTiles_ = kMinKPerSlice_, int64_t kMinKToSplit_ = 0>
 struct SplitK {
   static constexpr int64_t kMinKPerSlice = kMinKPerSlice_;
   static constexpr int64_t kMinKPerSliceFewTiles = kMinKPerSliceFewTiles_;
+  static constexpr int64_t kMinKToSplit = kMinKToSplit_;
   static constexpr int64_t kMaxSlices = kMaxSlices_;
   static constexpr int64_t kTilesPerSmToSplit = kTilesPerSmToSplit_;
   static constexpr int64_t kBlocksPerSm = kBlocksPerSm_;
@@ -75,7 +77,7 @@ class Cutlass2xGemm : public GemmKernel {
 
   // Slices of K (1: none). Batched problems are not split.
   static int split_k_slices(const GemmProblem& p) {
-    if (p.batch != 1 || p.sm_count <= 0) return 1;
+    if (p.batch != 1 || p.sm_count <= 0 || p.k < SplitK_::kMinKToSplit) return 1;
     const int64_t tiles = tiles_of(p);  // batch 1
     if (tiles * SplitK_::kTilesPerSmToSplit >= p.sm_count) return 1;
     const int64_t by_sms = SplitK_::kBlocksPerSm * p.sm_count / tiles;
