@@ -6,6 +6,7 @@ problem; and the code size (bytes of SASS) of the kernels, from cuobjdump of the
 import glob, os, statistics, subprocess, torch
 import pycutlass_gemm as pg
 from torch.profiler import profile, ProfilerActivity
+from kernel_times import kernel_us_after_last_fill  # notes/ (the script's directory)
 
 flush = torch.empty(256 * 2**18, device="cuda", dtype=torch.int32)
 for m, n, k, dtype, precision, x_name, y_name in (
@@ -36,21 +37,7 @@ for m, n, k, dtype, precision, x_name, y_name in (
             for _ in range(20):
                 flush.zero_(); before(); flush.zero_(); torch.cuda.synchronize()
                 x(); torch.cuda.synchronize()
-        evs = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-        # X's kernels: the last non-fill kernels of each iteration; take every kernel after the second fill
-        per_iter, cur, fills = [], 0.0, 0
-        for e in evs:
-            name = e.name.lower()
-            if "fill" in name or "memset" in name:
-                fills += 1
-                if fills % 2 == 1 and fills > 1:
-                    per_iter.append(cur)
-                cur = 0.0
-                continue
-            if fills % 2 == 0:
-                cur += getattr(e, "device_time_total", 0) or e.cuda_time_total
-        per_iter.append(cur)
-        times[label] = statistics.median(per_iter[2:])
+        times[label] = statistics.median(kernel_us_after_last_fill(prof, 2))
     print(f"{m}x{n}x{k} {str(dtype)[6:]} X={x_name}: X's kernel time (us) after " +
           ", ".join(f"{lbl} {t:.1f}" for lbl, t in times.items()), flush=True)
 so = glob.glob(os.path.join(os.path.dirname(pg.__file__), "*.so"))

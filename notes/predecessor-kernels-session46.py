@@ -8,6 +8,7 @@ memory from cuobjdump is not needed: the names say the tile.
 import random, statistics, torch
 import pycutlass_gemm as pg
 from torch.profiler import profile, ProfilerActivity
+from kernel_times import kernel_us_after_last_fill  # notes/ (the script's directory)
 
 flush = torch.empty(256 * 2**18, device="cuda", dtype=torch.int32)
 
@@ -49,18 +50,6 @@ for m, n, k, dtype in ((64, 256, 256, torch.bfloat16), (16, 512, 4, torch.float1
                 for _ in range(15):
                     flush.zero_(); pred(); flush.zero_(); torch.cuda.synchronize()
                     torch.cuda.nvtx.range_push("t"); target(); torch.cuda.synchronize(); torch.cuda.nvtx.range_pop()
-            evs = [x for x in prof.events() if x.device_type == torch.autograd.DeviceType.CUDA]
-            # the target's kernels: those after each second fill of a round
-            per, cur, fills = [], 0.0, 0
-            for x in evs:
-                low = x.name.lower()
-                if "fill" in low or "memset" in low:
-                    fills += 1
-                    if fills % 2 == 1 and fills > 1:
-                        per.append(cur)
-                    cur = 0.0
-                elif fills % 2 == 0:
-                    cur += getattr(x, "device_time_total", 0) or x.cuda_time_total
-            per.append(cur)
-            print(f"  {tname:5s} after {pname[:60]:60s} event {statistics.median(ev):6.1f} us, kernel {statistics.median(per[2:]):6.1f} us",
+            per = kernel_us_after_last_fill(prof, 2)
+            print(f"  {tname:5s} after {pname[:60]:60s} event {statistics.median(ev):6.1f} us, kernel {statistics.median(per):6.1f} us",
                   flush=True)

@@ -6,6 +6,7 @@ against 1 x (M x N x K) split by the rule, and torch.matmul on each.
 import statistics, torch
 import pycutlass_gemm as pg
 from torch.profiler import profile, ProfilerActivity
+from kernel_times import kernel_us_after_last_fill  # notes/ (the script's directory)
 
 flush = torch.empty(256 * 2**18, device="cuda", dtype=torch.int32)
 
@@ -17,18 +18,7 @@ def gpu_us(fn):
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(15):
             flush.zero_(); torch.cuda.synchronize(); fn(); torch.cuda.synchronize()
-    per, cur, started = [], 0.0, False
-    for e in prof.events():
-        if e.device_type != torch.autograd.DeviceType.CUDA:
-            continue
-        if "fill" in e.name.lower():
-            if started:
-                per.append(cur)
-            cur, started = 0.0, True
-        else:
-            cur += getattr(e, "device_time_total", 0) or e.cuda_time_total
-    per.append(cur)
-    return statistics.median(per[1:])
+    return statistics.median(kernel_us_after_last_fill(prof, 1))
 
 
 name = "sm80_bf16_rr_64x64x32_w32x32_a8_s6"
