@@ -12,10 +12,13 @@ Build (a subset with the SIMT kernels for auto):
 Session 45 ran it (notes/sm80-tf32-h200-2026-11-28-session45.jsonl.gz) and registered the kernels. --small-sm90: the
 survey's tf32 problems under 2^31 flop that ran SM90 kernels (aligned: SM80 tf32 against the TMA kernels there).
 --auto-only: auto and torch.matmul alone (the final build's check of the rules).
---precision bf16 / fp16 (for session 46; default tf32): that precision's survey rows and its SM80 kernels
-(sm80_bf16_* / sm80_f16_*: the 64x64x32 a8 tuning candidates); the survey row's own kernel is timed by name too
-where the build has it ("survey_kernel_ms"), so build those SM90 kernels into the subset, e.g.
-    PYCUTLASS_GEMM_KERNELS="^(sm80_bf16|sm90_bf16_(cr|rr)_128x64x64_c1x1_coop_persistent)" """
+--precision bf16 / fp16 (default tf32): that precision's survey rows and its SM80 kernels (sm80_bf16_* /
+sm80_f16_*); the survey row's own kernel is timed by name too where the build has it and auto runs another
+("survey_kernel_ms"). Session 46 ran it on a full build plus the 64x64x32 a8 candidates (a regex leaving out the
+other tuning kernels: PYCUTLASS_GEMM_KERNELS='^(?!(name|name|...)$)' with PYCUTLASS_GEMM_TUNING=ON) and registered
+them; session 47's candidates: the a8 tile in 3 / 4 stages and 64x64x64 (scripts/tuning_kernels.py).
+Only ratios between rows of one round set are to be quoted: torch.matmul's absolute time in rounds with many
+rows varied 1.3-3x between runs (notes/measurements.md, session 46)."""
 import gzip, json, math, sys, time
 import torch
 import pycutlass_gemm as pg
