@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import pycutlass_gemm as pg
+from pycutlass_gemm import heuristics
 
 HAS_CUDA = torch.cuda.is_available()
 gpu = pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
@@ -128,3 +129,10 @@ def routing(request, monkeypatch):
     yield request.param
     while pg.enabled():
         pg.disable()
+
+
+@pytest.fixture
+def tables():
+    """Install measured tables for one test (a function taking the list); the shipped ones are back afterwards."""
+    yield lambda ts: heuristics.install(ts)
+    heuristics.install()

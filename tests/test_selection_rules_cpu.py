@@ -1,0 +1,195 @@
+"""The priority rules (no measured table) of each session, at problems they were judged on: what auto runs."""
+
+import pytest
+import torch
+
+import pycutlass_gemm as pg
+from pycutlass_gemm import heuristics
+from selection_helpers import meta, rules_choice
+
+
+# Session 39's rules (cutlass_sm90_priority.cuh), each at a problem of the H100 sweep it was judged on:
+# (m, n, k, layouts, dtype, precision, the kernel the rules run).
+RULES_39 = [
+    # 16-bit, K <= 2048, 128x256 tiles filling the waves poorly: the narrowest persistent tile, not stream-K
+    (256, 256, 512, "rr", torch.bfloat16, None, "sm90_bf16_rr_128x64x64_c1x1_coop_persistent"),
+    (256, 256, 512, "rc", torch.float16, None, "sm90_f16_rc_128x64x64_c1x2_coop_persistent"),
+    # tf32 over K <= 512: the persistent kernel despite its poor waves (stream-K's split costs more; 2048 x 2048, not
+    # session 39's 512 x 512, which runs the 64x64 SM80 tile since session 45)
+    (2048, 2048, 256, "rr", torch.float32, "tf32", "sm90_tf32_rr_128x256x32_c2x1_coop_persistent"),
+    (2048, 2048, 256, "cr", torch.float32, "tf32", "sm90_tf32_cr_256x128x32_c1x2_coop_persistent"),
+    # long K over 128x256 tiles whose last wave is under half full (320 tiles): stream-K 128x256 ...
+    (4096, 2560, 8192, "rr", torch.bfloat16, None, "sm90_bf16_rr_128x256x64_c2x1_coop_streamk"),
+    # ... not where the last wave is full (512 tiles) nor for short K
+    (4096, 4096, 4096, "rr", torch.bfloat16, None, "sm90_bf16_rr_128x256x64_c2x1_coop_persistent"),
+    (4096, 2560, 1024, "rr", torch.bfloat16, None, "sm90_bf16_rr_128x256x64_c2x1_coop_persistent"),
+    # x @ W.T split in parallel for K > 8192 over at least 256 rows, ahead of the one-wave 128x64 c1x2
+    (512, 2048, 16384, "rc", torch.bfloat16, None, "sm90_bf16_rc_128x256x64_c2x1_coop_splitk"),
+    (1024, 1024, 65536, "rc", torch.float16, None, "sm90_f16_rc_128x256x64_c2x1_coop_splitk"),
+    # unaligned (K = 7) and shorter than a k tile: SM80's 128x128 tile, not the wide one
+    (1000, 3000, 7, "rr", torch.bfloat16, None, "sm80_bf16_rr_128x128x32_a1_s2"),
+]
+
+
+RULES_40 = [
+    # fp16's 128x256 stream-K twins take bf16's rule (kWideStreamK): long K, 320 tiles of 128x256
+    (4096, 2560, 8192, "rr", torch.float16, None, "sm90_f16_rr_128x256x64_c2x1_coop_streamk"),
+    (4096, 2560, 8192, "rc", torch.float16, None, "sm90_f16_rc_128x256x64_c2x1_coop_streamk"),
+    (2560, 4096, 8192, "cr", torch.float16, None, "sm90_f16_cr_128x256x64_c2x1_coop_streamk"),
+    # fp32 over K shorter than a k tile with fewer 128x256 tiles than SMs: SIMT (IEEE), not the tf32 kernels ...
+    (1024, 4096, 4, "rr", torch.float32, "tf32", "simt_f32_rr_128x128x8_splitk"),
+    (512, 8192, 4, "cr", torch.float32, "tf32", "simt_f32_cr_128x128x8_splitk"),
+    (1024, 1024, 16, "rc", torch.float32, "tf32x3", "simt_f32_rc_128x128x8_splitk"),
+    # ... but with many tiles the tf32 kernel stays (K 16 over 4096x4096: SIMT 1.50x slower)
+    (4096, 4096, 16, "rc", torch.float32, "tf32", "sm90_tf32_rc_128x256x32_c2x1_coop_persistent"),
+    # tf32 cr stream-K: 256x128 from 256 rows (few tiles), 128x256 below
+    (1024, 1024, 8192, "cr", torch.float32, "tf32", "sm90_tf32_cr_256x128x32_c1x1_coop_streamk"),
+    (64, 4096, 65536, "cr", torch.float32, "tf32", "sm90_tf32_cr_128x256x32_c1x1_coop_streamk"),
+    # ... and ahead of the persistent 256x128 over 1-3 waves of its tiles with the last under half full:
+    # 4608x4096 has 18 x 32 = 576 tiles, 4.4 waves (persistent); 2304x4096 288, 2.2 waves (stream-K)
+    (2304, 4096, 4096, "cr", torch.float32, "tf32", "sm90_tf32_cr_256x128x32_c1x1_coop_streamk"),
+    (4608, 4096, 4096, "cr", torch.float32, "tf32", "sm90_tf32_cr_256x128x32_c1x2_coop_persistent"),
+    # tf32 rc / cc over K <= 1024 whose 128x256 tiles fill the waves poorly: 128x128 c1x2 (twice the CTAs; sizes
+    # above session 40's 512 x 1024 and 256 x 256, which run the 64x64 SM80 tile since session 45)
+    (1024, 2048, 512, "rc", torch.float32, "tf32", "sm90_tf32_rc_128x128x32_c1x2_coop_persistent"),
+    (1024, 1024, 1024, "cc", torch.float32, "tf32", "sm90_tf32_cc_128x128x32_c1x2_coop_persistent"),
+]
+
+
+def test_the_tf32_narrow_tile_rule_leaves_longer_k_to_the_splits():
+    narrow = "sm90_tf32_cc_128x128x32_c1x2_coop_persistent"
+    if narrow not in {x["name"] for x in pg.kernels()}:
+        pytest.skip(f"{narrow} is not in this build")
+    a, b = meta(256, 4096, "col", torch.float32), meta(4096, 256, "col", torch.float32)
+    assert rules_choice(a, b, "tf32") != narrow
+
+
+PING_PONG_64_ROWS = [f"sm90_{d}_rc_64x{t}_pingpong_persistent" for d in ("bf16", "f16")
+                     for t in ("64x64_c1x1", "64x64_c1x2", "128x64_c1x1")]
+
+
+def test_64_row_ping_pong_tiles_run_where_the_table_says_never_by_rule():
+    """By rule they rank last (kSixtyFourRows: 0.65x cuBLAS at 512x4096x4096 against 0.90x); the H100 table
+    has them fastest at x @ W.T over 512 tokens with N = 768 (0.84-0.87x cuBLAS against 128x64 c1x4's 0.73x)."""
+    if not set(PING_PONG_64_ROWS) <= {x["name"] for x in pg.kernels()}:
+        pytest.skip("the 64-row ping-pong kernels are not in this build")
+    for m, n, k in ((512, 768, 4096), (512, 768, 768), (1000, 768, 3072), (512, 4096, 4096)):
+        for dtype in (torch.bfloat16, torch.float16):
+            assert rules_choice(meta(m, k, dtype=dtype), meta(k, n, "col", dtype)) not in PING_PONG_64_ROWS
+    if any(t["device"] == "NVIDIA H100 80GB HBM3" for t in heuristics.load_tables()):
+        assert pg.plan(meta(512, 4096), meta(4096, 768, "col"), arch=90)["kernel"] in PING_PONG_64_ROWS
+
+
+def test_the_rc_split_k_rule_leaves_few_rows_and_short_k_to_the_others():
+    """x @ W.T split in parallel ran 1.2-1.3x slower at m <= 32 and 1.2-1.6x at k <= 4096 (session 39)."""
+    split = "sm90_bf16_rc_128x256x64_c2x1_coop_splitk"
+    if split not in {x["name"] for x in pg.kernels()}:
+        pytest.skip(f"{split} is not in this build")
+    for m, n, k in ((128, 2048, 16384), (512, 2048, 4096)):
+        assert rules_choice(meta(m, k), meta(k, n, "col")) != split
+
+
+RULES_41 = [
+    # fill tiles (kFillTile): 128x160 in clusters of 2x1 where its N fills the waves (512x5120: 128 tiles against
+    # 108 of 128x192 and 80 of 128x256), in every layout; 128x80 with B K-major (512x2560: 128 tiles against 80)
+    (512, 5120, 3072, "rc", torch.bfloat16, None, "sm90_bf16_rc_128x160x64_c2x1_coop_persistent"),
+    (1000, 2560, 1024, "rc", torch.float16, None, "sm90_f16_rc_128x160x64_c2x1_coop_persistent"),
+    (512, 5120, 4096, "rr", torch.bfloat16, None, "sm90_bf16_rr_128x160x64_c2x1_coop_persistent"),
+    (1024, 5120, 2048, "cr", torch.float16, None, "sm90_f16_cr_128x160x64_c2x1_coop_persistent"),
+    (512, 2560, 3072, "rc", torch.bfloat16, None, "sm90_bf16_rc_128x80x64_c2x1_coop_persistent"),
+    # 128x128 pairs: clusters of 2x1 where 1x2 would launch a CTA beside an odd last N tile (7 and 13 N tiles) ...
+    (2048, 896, 8960, "rr", torch.bfloat16, None, "sm90_bf16_rr_128x128x64_c2x1_coop_persistent"),
+    (1024, 1600, 1600, "rr", torch.float16, None, "sm90_f16_rr_128x128x64_c2x1_coop_persistent"),
+    (2048, 896, 3000, "cr", torch.bfloat16, None, "sm90_bf16_cr_128x128x64_c2x1_coop_persistent"),
+    # ... and 1x2 where both launch as many (512x4096: 4 x 32 tiles)
+    (512, 4096, 4096, "rc", torch.bfloat16, None, "sm90_bf16_rc_128x128x64_c1x2_coop_persistent"),
+]
+
+
+RULES_45 = [
+    # unaligned tf32 from one k tile of K up: the SM80 tf32 kernels, not IEEE SIMT; the 128x256 tile where M and N
+    # exceed 128 and its tiles fill half the SMs (1000x3000: 96 tiles), else 128x128 (2048x1001: 64; 96 rows) ...
+    (1000, 3000, 777, "rr", torch.float32, "tf32", "sm80_tf32_rr_128x256x32_a1_s3"),
+    (2048, 1001, 2048, "rc", torch.float32, "tf32", "sm80_tf32_rc_128x128x32_a1_s3"),
+    (96, 50257, 264, "cr", torch.float32, "tf32", "sm80_tf32_cr_128x128x32_a1_s3"),
+    (4095, 4095, 4095, "cc", torch.float32, "tf32", "sm80_tf32_cc_128x256x32_a1_s3"),
+    # ... and SIMT below it (K = 15: a k tile of 32 is mostly padding) over more than two 64x64 tiles an SM ...
+    (1024, 4096, 15, "rr", torch.float32, "tf32", "simt_f32_rr_128x128x8_splitk"),
+    # ... but small problems (under 2^31 flop, at most two 64x64 tiles an SM or M or N <= 64) on the 64x64 tile,
+    # with 16-byte copies where the operands allow, ahead of the SM90 kernels, behind gemv
+    (4, 16, 1024, "rr", torch.float32, "tf32", "sm80_tf32_rr_64x64x16_w32x32_a4_s6"),
+    (256, 256, 1024, "cc", torch.float32, "tf32", "sm80_tf32_cc_64x64x16_w32x32_a4_s6"),
+    (4, 65536, 512, "rc", torch.float32, "tf32", "sm80_tf32_rc_64x64x16_w32x32_a4_s6"),
+    (15, 255, 1023, "rc", torch.float32, "tf32", "sm80_tf32_rc_64x64x16_w32x32_a1_s6"),
+    (64, 4096, 15, "rr", torch.float32, "tf32", "sm80_tf32_rr_64x64x16_w32x32_a1_s6"),
+    (1, 4096, 4096, "rr", torch.float32, "tf32", "gemv"),
+]
+
+
+RULES_46 = [
+    # small aligned bf16 / fp16 problems (under 2^24 flop, at most two 64x64 tiles an SM or M or N <= 64) on the
+    # 16-bit 64x64x32 tile, ahead of the SM90 kernels, in every layout
+    (64, 256, 256, "rr", torch.bfloat16, None, "sm80_bf16_rr_64x64x32_w32x32_a8_s6"),
+    (256, 256, 64, "cc", torch.float16, None, "sm80_f16_cc_64x64x32_w32x32_a8_s6"),
+    (48, 4096, 32, "rc", torch.bfloat16, None, "sm80_bf16_rc_64x64x32_w32x32_a8_s6"),
+    (1024, 48, 128, "cr", torch.float16, None, "sm80_f16_cr_64x64x32_w32x32_a8_s6"),
+]
+
+
+RULES = [("39", *r) for r in RULES_39] + [("40", *r) for r in RULES_40] + [("41", *r) for r in RULES_41] + \
+    [("45", *r) for r in RULES_45] + [("46", *r) for r in RULES_46]
+
+
+@pytest.mark.parametrize("session, m, n, k, layouts, dtype, precision, kernel", RULES,
+                         ids=[f"session{s}-{m}x{n}x{k}-{lay}-{d}".replace("torch.", "") for s, m, n, k, lay, d, _, _ in RULES])
+def test_rules_of_sessions(session, m, n, k, layouts, dtype, precision, kernel):
+    """The rules run `kernel` for m x n x k (layouts of A and B as "rc"), where it is built."""
+    if kernel not in {x["name"] for x in pg.kernels()}:
+        pytest.skip(f"{kernel} is not in this build")
+    a = meta(m, k, "row" if layouts[0] == "r" else "col", dtype)
+    b = meta(k, n, "row" if layouts[1] == "r" else "col", dtype)
+    assert rules_choice(a, b, precision or "ieee") == kernel
+
+
+def test_the_tf32_sm80_kernels_run_only_what_asks_for_tf32():
+    """IEEE and tf32x3 keep their kernels on unaligned fp32: tf32 products are less accurate than asked."""
+    for precision in ("ieee", "tf32x3"):
+        for m, n, k, layouts in ((1000, 3000, 777, "rr"), (2048, 1001, 2048, "cc"),
+                                 (4, 16, 1024, "rr"), (15, 255, 1023, "rc")):  # the 128-row and 64x64 tiles
+            a = meta(m, k, "row" if layouts[0] == "r" else "col", torch.float32)
+            b = meta(k, n, "row" if layouts[1] == "r" else "col", torch.float32)
+            assert not rules_choice(a, b, precision).startswith("sm80_tf32")
+            assert not pg.plan(a, b, precision=precision, arch=90)["kernel"].startswith("sm80_tf32")
+
+
+def test_the_small_16bit_tile_stays_out_of_large_unaligned_and_outer_products():
+    """The 64x64x32 a8 tile runs small aligned 16-bit problems only: not at 2^24 flop and up, not over more than two of
+    its tiles an SM with M and N above 64 (3072 x 1536 x 1: K = 1 outer products), not on unaligned operands; and
+    with the shipped (H100) table it still runs where the rules put it first (registered after the sweep)."""
+    small = {x["name"] for x in pg.kernels() if x["name"].endswith("_64x64x32_w32x32_a8_s6")}
+    if not small:
+        pytest.skip("the 16-bit 64x64 tiles are not in this build")
+    for m, n, k, layouts, dtype in ((256, 256, 128, "rr", torch.bfloat16), (3072, 1536, 1, "rr", torch.bfloat16),
+                                    (1024, 6144, 1, "cr", torch.float16), (64, 100, 256, "rr", torch.bfloat16),
+                                    (64, 256, 250, "rc", torch.float16)):
+        a = meta(m, k, "row" if layouts[0] == "r" else "col", dtype)
+        b = meta(k, n, "row" if layouts[1] == "r" else "col", dtype)
+        assert rules_choice(a, b) not in small, (m, n, k)
+    a, b = meta(64, 256, "row"), meta(256, 256, "row")
+    assert pg.plan(a, b, arch=90)["kernel"] == "sm80_bf16_rr_64x64x32_w32x32_a8_s6"
+
+
+def test_fill_tiles_leave_full_waves_and_long_k_stream_k_to_the_others():
+    """4096^3 fills the waves of 128x256 tiles; 4096x2560x8192's last wave of them is the wide stream-K's (320 tiles);
+    512x11008x4096's 128x160 tiles take three waves."""
+    fill = {f"sm90_{d}_{lay}_128x{n}x64_c2x1_coop_persistent" for d in ("bf16", "f16") for lay in ("rr", "rc", "cr")
+            for n in (80, 160)}
+    if not fill & {x["name"] for x in pg.kernels()}:
+        pytest.skip("the fill tiles are not in this build")
+    for m, n, k in ((4096, 4096, 4096), (4096, 2560, 8192), (512, 11008, 4096), (4096, 2560, 1024)):
+        assert rules_choice(meta(m, k), meta(k, n, "col")) not in fill
+    # batches of narrow N (attention's P @ V): N no wider than the tile is the narrow tiles' (H200, 32 x (1024x64x1024)
+    # rr: 128x64 1.08x cuBLAS, 128x160 0.73x)
+    for n in (64, 128):
+        a = torch.empty(32, 1024, 1024, device="meta", dtype=torch.bfloat16)
+        assert rules_choice(a, torch.empty(32, 1024, n, device="meta", dtype=torch.bfloat16)) not in fill
