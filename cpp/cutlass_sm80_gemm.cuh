@@ -118,14 +118,16 @@ using Gemm = cutlass::gemm::device::GemmUniversal<
 // 0.56x; this 0.90x (1 x 15 x 4095 rc 48 -> 16 us, 64 x 4 x 4096 cr fp16 53 -> 10, 512 x 1 x 65536 cr fp16 220 ->
 // 56); slices of 256 / 128 0.88x, four blocks an SM 0.82x; splitting up to one tile an SM ran 16383 x 255 x 1023
 // cr (128 tiles) at 175 us against 63 unsplit.
-using Split = SplitK<128, 65535, /*kTilesPerSmToSplit=*/2, /*kBlocksPerSm=*/2, /*kMinKPerSliceFewTiles=*/64>;
+template <int64_t kMinKToSplit = 0>
+using SplitFrom = SplitK<128, 65535, /*kTilesPerSmToSplit=*/2, /*kBlocksPerSm=*/2, /*kMinKPerSliceFewTiles=*/64,
+                         kMinKToSplit>;
+using Split = SplitFrom<>;
 // The small 16-bit tile (64x64x32, small problems: CutlassSm80Gemm::priority) splits only from K = 512: below it
 // the kernel adding the slices (~1.4 us) costs more than the k tiles a split saves. Session 46, H200, bf16 rr, GPU
 // time (us) of 64 x 64 / 64 x 256 / 16 x 512 problems unsplit (a batch of two) against split by `Split`: K = 128
 // 3.1-3.2 against 4.3-4.5, K = 256 3.7-3.9 against 4.3-4.5, K = 512 5.0-5.1 against 4.6-5.0, K = 1024 7.4-7.6
 // against 4.6-5.1 (torch.matmul 2.4 / 2.5-2.8 / 3.0-3.2 / 3.8-4.0).
-using SplitSmall16Bit = SplitK<128, 65535, /*kTilesPerSmToSplit=*/2, /*kBlocksPerSm=*/2, /*kMinKPerSliceFewTiles=*/64,
-                               /*kMinKToSplit=*/512>;
+using SplitSmall16Bit = SplitFrom</*kMinKToSplit=*/512>;
 template <class Element, class ThreadblockShape>
 using SplitFor = std::conditional_t<!std::is_same_v<Element, float> && ThreadblockShape::kM == 64, SplitSmall16Bit, Split>;
 

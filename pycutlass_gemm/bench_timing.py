@@ -101,10 +101,10 @@ def time_rounds(samplers: Sequence[Callable[[], object]], settings: Settings) ->
     spent = [0.0 for _ in samplers]
     wanted = lambda i: len(samples[i]) < settings.max_runs and (  # noqa: E731
         len(samples[i]) < settings.min_runs or spent[i] < settings.budget_s)
-    order, last = list(range(len(samplers))), None
+    last = None
     shuffle = random.Random(len(samplers)).shuffle
     while True:
-        live = [i for i in order if wanted(i)]
+        live = [i for i in range(len(samplers)) if wanted(i)]
         if not live:
             return samples
         shuffle(live)

@@ -12,6 +12,12 @@ def meta(rows, cols, layout="row", dtype=torch.bfloat16):
     return matrix(rows, cols, layout, dtype, device="meta")
 
 
+def meta_operands(m, n, k, layouts, dtype=torch.bfloat16):
+    """Meta A (m x k) and B (k x n) in the layouts named as "rc" (A row-major, B column-major)."""
+    layout = {"r": "row", "c": "col"}
+    return meta(m, k, layout[layouts[0]], dtype), meta(k, n, layout[layouts[1]], dtype)
+
+
 def fake_table(points, cls="bfloat16 ieee row col aligned", device="NVIDIA Fake GPU", sm=90, sm_count=132):
     """points: (m, n, k, batch, fastest kernel) or (m, n, k, batch, [(kernel, time over the fastest's), ...])."""
     timed = [(m, n, k, batch, [(kernels, 1.0)] if isinstance(kernels, str) else kernels)

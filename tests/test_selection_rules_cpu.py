@@ -5,7 +5,7 @@ import torch
 
 import pycutlass_gemm as pg
 from pycutlass_gemm import heuristics
-from selection_helpers import meta, rules_choice
+from selection_helpers import meta, meta_operands, rules_choice
 
 
 # Session 39's rules (cutlass_sm90_priority.cuh), each at a problem of the H100 sweep it was judged on:
@@ -146,9 +146,7 @@ def test_rules_of_sessions(session, m, n, k, layouts, dtype, precision, kernel):
     """The rules run `kernel` for m x n x k (layouts of A and B as "rc"), where it is built."""
     if kernel not in {x["name"] for x in pg.kernels()}:
         pytest.skip(f"{kernel} is not in this build")
-    a = meta(m, k, "row" if layouts[0] == "r" else "col", dtype)
-    b = meta(k, n, "row" if layouts[1] == "r" else "col", dtype)
-    assert rules_choice(a, b, precision or "ieee") == kernel
+    assert rules_choice(*meta_operands(m, n, k, layouts, dtype), precision or "ieee") == kernel
 
 
 def test_the_tf32_sm80_kernels_run_only_what_asks_for_tf32():
@@ -156,8 +154,7 @@ def test_the_tf32_sm80_kernels_run_only_what_asks_for_tf32():
     for precision in ("ieee", "tf32x3"):
         for m, n, k, layouts in ((1000, 3000, 777, "rr"), (2048, 1001, 2048, "cc"),
                                  (4, 16, 1024, "rr"), (15, 255, 1023, "rc")):  # the 128-row and 64x64 tiles
-            a = meta(m, k, "row" if layouts[0] == "r" else "col", torch.float32)
-            b = meta(k, n, "row" if layouts[1] == "r" else "col", torch.float32)
+            a, b = meta_operands(m, n, k, layouts, torch.float32)
             assert not rules_choice(a, b, precision).startswith("sm80_tf32")
             assert not pg.plan(a, b, precision=precision, arch=90)["kernel"].startswith("sm80_tf32")
 
@@ -172,9 +169,7 @@ def test_the_small_16bit_tile_stays_out_of_large_unaligned_and_outer_products():
     for m, n, k, layouts, dtype in ((256, 256, 128, "rr", torch.bfloat16), (3072, 1536, 1, "rr", torch.bfloat16),
                                     (1024, 6144, 1, "cr", torch.float16), (64, 100, 256, "rr", torch.bfloat16),
                                     (64, 256, 250, "rc", torch.float16)):
-        a = meta(m, k, "row" if layouts[0] == "r" else "col", dtype)
-        b = meta(k, n, "row" if layouts[1] == "r" else "col", dtype)
-        assert rules_choice(a, b) not in small, (m, n, k)
+        assert rules_choice(*meta_operands(m, n, k, layouts, dtype)) not in small, (m, n, k)
     a, b = meta(64, 256, "row"), meta(256, 256, "row")
     assert pg.plan(a, b, arch=90)["kernel"] == "sm80_bf16_rr_64x64x32_w32x32_a8_s6"
 
