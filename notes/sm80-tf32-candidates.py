@@ -11,6 +11,7 @@ Build (a subset with the SIMT kernels for auto):
     python3 notes/sm80-tf32-candidates.py OUT.jsonl SECONDS [--small-sm90] [--auto-only]
 Session 45 ran it (notes/sm80-tf32-h200-2026-11-28-session45.jsonl.gz) and registered the kernels. --small-sm90: the
 survey's tf32 problems under 2^31 flop that ran SM90 kernels (aligned: SM80 tf32 against the TMA kernels there).
+--layout rr: that layout's rows only.
 --auto-only: auto and torch.matmul alone (the final build's check of the rules).
 --precision bf16 / fp16 (default tf32): that precision's survey rows and its SM80 kernels (sm80_bf16_* /
 sm80_f16_*); the survey row's own kernel is timed by name too where the build has it and auto runs another
@@ -39,6 +40,8 @@ else:
 probs += [] if small_sm90 else [dict(precision='tf32', layout=lay, m=m, n=n, k=k, batch=1)
           for m, n, k in ((1000, 3000, 777), (2048, 1001, 2048), (4095, 4095, 4095), (96, 50257, 264))
           for lay in ('rr', 'rc', 'cr', 'cc')]
+if '--layout' in flags:  # session 47: the 3 / 4-stage and 64x64x64 candidates are rr only
+    probs = [r for r in probs if r['layout'] == flags[flags.index('--layout') + 1]]
 candidates = [] if '--auto-only' in flags else [k['name'] for k in pg.kernels() if k['name'].startswith(prefix)]
 p = {q.name: q for q in PRECISIONS}[precision]
 settings = bt.Settings(budget_s=0.02, min_runs=5, max_runs=9, warmup_s=0.01, flush_mib=256)
