@@ -128,8 +128,12 @@ using Split = SplitFrom<>;
 // 3.1-3.2 against 4.3-4.5, K = 256 3.7-3.9 against 4.3-4.5, K = 512 5.0-5.1 against 4.6-5.0, K = 1024 7.4-7.6
 // against 4.6-5.1 (torch.matmul 2.4 / 2.5-2.8 / 3.0-3.2 / 3.8-4.0).
 using SplitSmall16Bit = SplitFrom</*kMinKToSplit=*/512>;
+// The small tf32 tile (64x64x16) likewise from K = 256. Session 47, H200, the same method: K = 128 3.8-3.9 unsplit
+// against 4.6-4.8 split, K = 256 5.1-5.3 against 4.6-5.0, K = 512 7.7-7.9 against 5.0-5.4.
+using SplitSmallTf32 = SplitFrom</*kMinKToSplit=*/256>;
 template <class Element, class ThreadblockShape>
-using SplitFor = std::conditional_t<!std::is_same_v<Element, float> && ThreadblockShape::kM == 64, SplitSmall16Bit, Split>;
+using SplitFor = std::conditional_t<ThreadblockShape::kM != 64, Split,
+                                    std::conditional_t<std::is_same_v<Element, float>, SplitSmallTf32, SplitSmall16Bit>>;
 
 }  // namespace sm80_detail
 
