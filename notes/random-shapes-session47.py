@@ -1,0 +1,54 @@
+"""Session 47: how auto picks off the sweep's points. Random aligned bf16 problems (M log-uniform over 16-16384, N and
+K over 256-16384, multiples of 8; seeded; x @ W.T (rc) first, then rr and cr), every registered kernel that can run
+each (not simt / naive / fallback) timed by name beside torch.matmul and auto in shuffled rounds (L2 flushed): is
+the loss the choice (a faster kernel was there) or the kernels? Written incrementally (a time limit keeps what ran).
+    python3 notes/random-shapes-session47.py OUT.jsonl [COUNT_RC COUNT_RR COUNT_CR]"""
+import json, math, random, statistics, sys
+import torch
+import pycutlass_gemm as pg
+from pycutlass_gemm import bench_timing as bt
+from pycutlass_gemm.bench_cases import PRECISIONS, Workload
+
+p = {q.name: q for q in PRECISIONS}["bf16"]
+rng = random.Random(48)
+counts = [int(x) for x in sys.argv[2:5]] if len(sys.argv) > 4 else [40, 20, 20]
+settings = bt.Settings(budget_s=0.02, min_runs=5, max_runs=9, warmup_s=0.01, flush_mib=1024)
+flush = bt.flush_buffer(settings)
+names = [k["name"] for k in pg.kernels() if k["name"] not in ("naive", "fallback") and not k["name"].startswith("simt")]
+size = lambda lo, hi: 8 * max(1, round(math.exp(rng.uniform(math.log(lo), math.log(hi))) / 8))  # noqa: E731
+
+
+def runs(name, a, b, o):
+    try:
+        return pg.can_run(name, a, b, out=o) == ""
+    except ValueError:  # a kernel of another dtype
+        return False
+
+
+out = open(sys.argv[1], "w")
+for layout, count in zip(("rc", "rr", "cr"), counts):
+    for _ in range(count):
+        m, n, k = size(16, 16384), size(256, 16384), size(256, 16384)
+        if 2 * m * n * k > 2**40:
+            continue
+        w = Workload.problem(m, n, k, layout, 1)
+        a, b = w.make_inputs(p)
+        o = torch.full(w.out_shape, float("nan"), device="cuda", dtype=p.dtype)
+        plan = pg.plan(a, b)
+        auto = plan["kernel"]
+        cands = [x for x in names if runs(x, a, b, o)]
+        cands += [] if auto in cands else [auto]
+        pg.gemm(a, b, out=o, variant=auto)
+        ref = torch.matmul(a.double(), b.double())
+        err = ((o.double() - ref).norm() / ref.norm()).item()
+        fns = [lambda: torch.matmul(a, b, out=o)] + [lambda x=x: pg.gemm(a, b, out=o, variant=x) for x in cands]
+        for f in fns:
+            bt.warm_up(f, settings)
+        t = [statistics.median(s) for s in bt.time_interleaved(fns, flush, settings)]
+        ms = dict(zip(cands, t[1:]))
+        best = min(cands, key=ms.get)
+        out.write(json.dumps(dict(m=m, n=n, k=k, layout=layout, auto=auto, reason=plan["reason"], torch_ms=t[0], ms=ms,
+                                  err=err)) + "\n")
+        out.flush()
+        print(f"{m}x{n}x{k} {layout}: torch {t[0]*1e3:.1f} us; auto {auto} {t[0]/ms[auto]:.2f}x; best {best} "
+              f"{t[0]/ms[best]:.2f}x; err {err:.1e}", flush=True)
