@@ -6,7 +6,8 @@ copy of the vote (as notes/table-vote-session37.py) with tile_fill variants: clu
 clusters of four that fit (120 CTAs of 132 SMs), and the weight of the fill. Judged two ways: on the random problems
 (each pick's time over the fastest's there, all kernels measured), and leave-one-out over the H100 sweep's points (as
 session 37).
-    python3 notes/vote-clusters-session47.py RANDOM.jsonl [RANDOM.jsonl ...]"""
+    python3 notes/vote-clusters-session47.py notes/random-shapes-h200-2026-11-29-session47.jsonl.gz
+(Its rc rows' "auto" ran with the H200 table of that session, not shipped; the vote here is the H100 table's.)"""
 import gzip
 import json
 import math
@@ -119,7 +120,7 @@ def judge_loo(full, **variant):
 
 
 if __name__ == '__main__':
-    rows = [json.loads(line) for path in sys.argv[1:] for line in open(path)]
+    rows = [json.loads(line) for path in sys.argv[1:] for line in (gzip.open(path, 'rt') if path.endswith('.gz') else open(path))]
     full = {}
     for line in gzip.open(ROOT / 'notes/sweep-h100-2026-11-26.jsonl.gz', 'rt'):
         r = json.loads(line)
