@@ -187,6 +187,10 @@ class CutlassSm90Gemm : public GemmKernel {
   static constexpr int kTileN = cute::size<1>(TileShape{});
   // The tile of the user's D one CTA computes (computing D^T, a kTileM x kTileN tile is kTileN x kTileM of D).
   static constexpr int kTileOfDM = kTransposed ? kTileN : kTileM, kTileOfDN = kTransposed ? kTileM : kTileN;
+  // ... and its cluster, in tiles of D.
+  static constexpr int kClusterM = cute::size<0>(ClusterShape{}), kClusterN = cute::size<1>(ClusterShape{});
+  static constexpr int kClusterOfDM = kTransposed ? kClusterN : kClusterM;
+  static constexpr int kClusterOfDN = kTransposed ? kClusterM : kClusterN;
 
   // Launched as a programmatic dependent of the kernel before it on the stream (PDL; gemm_problem.h,
   // programmatic_launch_allowed): the CTAs are scheduled as that kernel's last ones exit and set up
@@ -227,6 +231,8 @@ class CutlassSm90Gemm : public GemmKernel {
     info_.tile_m = kTileOfDM;
     info_.tile_n = kTileOfDN;
     info_.tiles_in_waves = !kStreamK && !kSplitK;
+    info_.cluster_m = kClusterOfDM;
+    info_.cluster_n = kClusterOfDN;
   }
 
   const KernelInfo& info() const override { return info_; }

@@ -42,9 +42,7 @@ inline bool poor_waves(const GemmProblem& p, int64_t tiles, double efficiency) {
 // whole clusters, whose CTAs past the edge idle (7 N tiles in clusters of 1x2 launch 8).
 inline int64_t cluster_tiles_of(const GemmProblem& p, int64_t tile_m, int64_t tile_n, int64_t cluster_m,
                                 int64_t cluster_n) {
-  const int64_t m_tiles = (p.m + tile_m - 1) / tile_m, n_tiles = (p.n + tile_n - 1) / tile_n;
-  return (m_tiles + cluster_m - 1) / cluster_m * cluster_m * ((n_tiles + cluster_n - 1) / cluster_n * cluster_n) *
-         std::max<int64_t>(p.batch, 1);
+  return tile_count(p.m, p.n, std::max<int64_t>(p.batch, 1), tile_m, tile_n, cluster_m, cluster_n);
 }
 
 // A persistent kernel of 128 x tile_n tiles, its time on p modelled as its waves of SMs times a tile's time,
@@ -62,10 +60,9 @@ inline int64_t modelled_time(const GemmProblem& p, int64_t tile_n, int64_t clust
 template <class Gemm>
 class Sm90Priority {
   using Element = typename Gemm::Element;
-  using ClusterShape = typename Gemm::ClusterShape;
   using MainloopSchedule = typename Gemm::MainloopSchedule;
   static constexpr int kTileM = Gemm::kTileM, kTileN = Gemm::kTileN;
-  static constexpr int kClusterM = cute::size<0>(ClusterShape{}), kClusterN = cute::size<1>(ClusterShape{});
+  static constexpr int kClusterM = Gemm::kClusterM, kClusterN = Gemm::kClusterN;
   static constexpr bool kTransposed = Gemm::kTransposed, kStreamK = Gemm::kStreamK, kSplitK = Gemm::kSplitK,
                         kBias = Gemm::kBias, kAnyOutput = Gemm::kAnyOutput, kUnalignedInputs = Gemm::kUnalignedInputs;
   // A persistent kernel of D itself (not D^T), whole K a tile, A and B loaded and D stored by TMA, no bias row:

@@ -90,14 +90,25 @@ static bool aligned(const void* ptr, int64_t bytes) {
 
 bool is_empty(const GemmProblem& p) { return p.m == 0 || p.n == 0 || p.k == 0 || p.batch == 0; }
 
-int64_t tile_count(int64_t m, int64_t n, int64_t batch, int64_t tile_m, int64_t tile_n) {
-  return ((m + tile_m - 1) / tile_m) * ((n + tile_n - 1) / tile_n) * batch;
+int64_t tile_count(int64_t m, int64_t n, int64_t batch, int64_t tile_m, int64_t tile_n, int64_t cluster_m,
+                   int64_t cluster_n) {
+  const auto sides = [](int64_t size, int64_t tile, int64_t cluster) {
+    return ((size + tile - 1) / tile + cluster - 1) / cluster * cluster;
+  };
+  return sides(m, tile_m, cluster_m) * sides(n, tile_n, cluster_n) * batch;
 }
 
-double tile_fill(int64_t m, int64_t n, int64_t batch, int64_t tile_m, int64_t tile_n, int64_t sms) {
+int64_t cluster_slots(int64_t sms, int64_t cluster_size) {
+  if (cluster_size == 4) return sms * 120 / 132;
+  return std::max<int64_t>(sms / cluster_size * cluster_size, cluster_size);
+}
+
+double tile_fill(int64_t m, int64_t n, int64_t batch, int64_t tile_m, int64_t tile_n, int64_t sms,
+                 int64_t cluster_m, int64_t cluster_n) {
   if (m <= 0 || n <= 0 || batch <= 0 || tile_m <= 0 || tile_n <= 0) return 0.0;
-  const int64_t tiles = tile_count(m, n, batch, tile_m, tile_n);
-  const int64_t slots = sms > 0 ? (tiles + sms - 1) / sms * sms : tiles;  // tiles the SMs' waves could compute
+  const int64_t tiles = tile_count(m, n, batch, tile_m, tile_n, cluster_m, cluster_n);
+  const int64_t wave = sms > 0 ? cluster_slots(sms, cluster_m * cluster_n) : 0;
+  const int64_t slots = wave > 0 ? (tiles + wave - 1) / wave * wave : tiles;  // tiles the SMs' waves could compute
   return static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(batch) /
          (static_cast<double>(slots) * static_cast<double>(tile_m * tile_n));
 }

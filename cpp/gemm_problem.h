@@ -85,6 +85,9 @@ struct KernelInfo {
   // split to fill them). The measured table's vote weighs how they fill a problem (heuristics.cpp).
   int tile_m = 0, tile_n = 0;
   bool tiles_in_waves = false;
+  // The CTAs of a thread-block cluster along D's tile rows and columns (1 x 1: no cluster): a cluster past
+  // the edge of D launches its idle CTAs too, and clusters of four fill fewer SMs (cluster_slots).
+  int cluster_m = 1, cluster_n = 1;
 };
 
 class GemmKernel {
@@ -110,13 +113,20 @@ int alignment_bytes(int64_t bytes);
 // No products to compute: m, n, k or batch is 0.
 bool is_empty(const GemmProblem& p);
 
-// Tiles of tile_m x tile_n (rows x columns of D) that cover an m x n output, batch times.
-int64_t tile_count(int64_t m, int64_t n, int64_t batch, int64_t tile_m, int64_t tile_n);
+// Tiles of tile_m x tile_n (rows x columns of D) that cover an m x n output, batch times; in clusters of
+// cluster_m x cluster_n tiles, each side rounded up to whole clusters (7 N tiles in clusters of 1x2 launch 8).
+int64_t tile_count(int64_t m, int64_t n, int64_t batch, int64_t tile_m, int64_t tile_n, int64_t cluster_m = 1,
+                   int64_t cluster_n = 1);
+// The CTAs of clusters of `cluster_size` that run at once on `sms` SMs, a CTA an SM: every SM for clusters of
+// one or two; a cluster stays within a GPC, and the H100's GPCs (uneven) hold 30 clusters of four, 120 CTAs of
+// its 132 SMs (cudaOccupancyMaxActiveClusters, session 26), so a wave of them is 120 / 132 of the SMs.
+int64_t cluster_slots(int64_t sms, int64_t cluster_size);
 // The share of the work of those tiles that is output: not the padding of the last tile row and
-// column nor, where the tiles run in waves of `sms` SMs (0: they do not), the last wave's idle SMs.
-// 1 for a perfect fit; 0 for no output or no tile. Kernels rank themselves by it
+// column (and of the clusters) nor, where the tiles run in waves of `sms` SMs (0: they do not), the
+// last wave's idle SMs. 1 for a perfect fit; 0 for no output or no tile. Kernels rank themselves by it
 // (cutlass_sm90_priority.cuh) and the measured table's vote weighs it between points (heuristics.cpp).
-double tile_fill(int64_t m, int64_t n, int64_t batch, int64_t tile_m, int64_t tile_n, int64_t sms);
+double tile_fill(int64_t m, int64_t n, int64_t batch, int64_t tile_m, int64_t tile_n, int64_t sms,
+                 int64_t cluster_m = 1, int64_t cluster_n = 1);
 
 // The last two of a tensor's `dim` dimensions (sizes and strides in elements) as a matrix at
 // `ptr`. A leading dimension of `batch` > 1 entries is the batch; a batch of 1, or a 2-D operand

@@ -195,7 +195,12 @@ std::optional<MeasuredChoice> measured_choice(const GemmProblem& p) {
     // kernel not kept at a point counts kSlowestKept there): a kernel a little behind at every
     // point beats one that wins half of them and is far behind at the rest. Each point's time is
     // carried to the problem by how the kernel's tiles fill it against the point (tile_fill,
-    // kTileFillWeight of its log): 128x192 tiles fill 3000 columns better than 4096.
+    // kTileFillWeight of its log): 128x192 tiles fill 3000 columns better than 4096. The clusters'
+    // padding counts (session 47): off the points, where a cluster of 1x2 pads 5 N tiles to 6 and a
+    // second wave (3240x568x2672 rc bf16, H200: 0.51x torch.matmul where the 2x1 pair ran 0.82x),
+    // the vote without it ran random bf16 problems at 1.108x the fastest kernel's time, with it at
+    // 1.077x (7 of 80 picks changed, each faster; notes/vote-clusters-session47.py), and the H100
+    // sweep's 16-bit points judged each from the others 1.0101x -> 1.0098x.
     const double reach = nearest > 0.0 ? nearest + kVoteOctaves : 0.0;
     std::vector<const Point*> voters;
     for (const auto& [d, q] : by_distance) {
@@ -210,12 +215,13 @@ std::optional<MeasuredChoice> measured_choice(const GemmProblem& p) {
     std::unordered_map<int, const GemmKernel*> built;  // nullptr: not built here
     for (int k : order) {
       const GemmKernel* kernel = built[k] = find_kernel(t.meta.kernels[static_cast<size_t>(k)], p.dtype);
-      // The tile fill (tile_fill; tiles in waves of the table's SMs where the kernel's run so) at the
-      // problem over that at a point: 1 at a point itself and for kernels without tiles.
+      // The tile fill (tile_fill; tiles in clusters, in waves of the table's SMs where the kernel's run
+      // so) at the problem over that at a point: 1 at a point itself and for kernels without tiles.
       const KernelInfo* info =
           kernel && nearest > 0.0 && !is_empty(p) && kernel->info().tile_m > 0 ? &kernel->info() : nullptr;
       auto fill_at = [&](int64_t m, int64_t n, int64_t batch) {
-        return tile_fill(m, n, batch, info->tile_m, info->tile_n, info->tiles_in_waves ? t.meta.sm_count : 0);
+        return tile_fill(m, n, batch, info->tile_m, info->tile_n, info->tiles_in_waves ? t.meta.sm_count : 0,
+                         info->cluster_m, info->cluster_n);
       };
       const double here = info ? fill_at(p.m, p.n, p.batch) : 1.0;
       for (const Point* q : voters) {

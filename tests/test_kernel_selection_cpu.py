@@ -87,6 +87,18 @@ def test_between_points_a_vote_counts_how_the_kernels_tiles_fill_the_problem(tab
     assert fill["kernel"] == narrow and "its tiles as they fill this problem" in fill["reason"]
 
 
+@cutlass_built
+def test_between_points_the_fill_counts_the_clusters_padding(tables):
+    """Clusters past D's edge launch idle CTAs: at 3240 x 568, 26 x 5 tiles of 128x128 are 130 CTAs in clusters of
+    2x1 (one wave of 132 SMs) but 156 in clusters of 1x2 (5 N tiles padded to 6: two waves), where at the point
+    (2048 x 512, 16 x 4 tiles) both launch 64. Session 47, H200: 0.82x torch.matmul for the 2x1 pair, 0.51x for 1x2."""
+    pair_n, pair_m = "sm90_bf16_rc_128x128x64_c1x2_coop_persistent", "sm90_bf16_rc_128x128x64_c2x1_coop_persistent"
+    tables([fake_table([(2048, 512, 2048, 1, [(pair_n, 1.0), (pair_m, 1.05)])])])
+    plan = lambda m, n, k: pg.plan(meta(m, k), meta(k, n, "col"), arch=90)  # noqa: E731
+    assert plan(2048, 512, 2048)["kernel"] == pair_n
+    assert plan(3240, 568, 2048)["kernel"] == pair_m
+
+
 def test_a_table_kernel_that_cannot_run_the_problem_gives_way_to_the_next(tables):
     a, b = meta(4096, 1024), meta(1024, 4096, "col")
     tables([fake_table([(4096, 4096, 1024, 1, [("sm90_bf16_rc_not_a_kernel", 1.0), ("fallback", 1.2)])])])
