@@ -7,40 +7,20 @@ distance weights). Kernel tiles are read off the names here; the package reads t
     python3 notes/table-vote-session37.py [TABLE.json SWEEP.jsonl.gz]   (default: the shipped table and sweep;
     with both given, only the registered vote, 0.5 octaves and tile fill 0.3, is judged: session 39)
 """
-import gzip
 import json
 import math
 import pathlib
 import re
 import sys
 
+from table_points import PRECISION, between1, load_classes, load_sweep  # notes/ (the script's directory)
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SLOW, MAXO, SMS = 1.25, 4.0, 132
-PRECISION = {'bfloat16 ieee': 'bf16', 'float16 ieee': 'fp16', 'float32 tf32': 'tf32', 'float32 ieee': 'fp32',
-             'float32 tf32x3': 'tf32x3'}
-
-
-def between1(l):
-    f = l - math.floor(l)
-    return 0.2925 < f < 0.7925
-
-
 ARGS = sys.argv[1:]
 table = json.load(open(ARGS[0] if ARGS else ROOT / 'pycutlass_gemm/tables/nvidia_h100_80gb_hbm3.json'))
-names = table['kernels']
-full = {}
-for line in gzip.open(ARGS[1] if ARGS else ROOT / 'notes/sweep-h100-2026-11-26.jsonl.gz', 'rt'):
-    r = json.loads(line)
-    full[(r['precision'], r['layout'], r['m'], r['n'], r['k'], r['batch'])] = r['ms']
-classes = {}
-for cls, points in table['classes'].items():
-    classes[cls] = []
-    for p in points:
-        m, n, k, b = p[:4]
-        kept = {names[p[4]]: 1.0, **{names[p[i]]: p[i + 1] / 1000 for i in range(5, len(p), 2)}}
-        lm, ln, lk, lb = map(math.log2, (m, n, k, b))
-        classes[cls].append(dict(m=m, n=n, k=k, b=b, lm=lm, ln=ln, lk=lk, lb=lb,
-                                 between=between1(lm) or between1(ln), kept=kept))
+full = load_sweep(ARGS[1] if ARGS else ROOT / 'notes/sweep-h100-2026-11-26.jsonl.gz')
+classes = load_classes(table)
 
 
 def tile_fill(name, m, n, b):

@@ -15,28 +15,12 @@ import pathlib
 import re
 import sys
 
+from table_points import PRECISION, between1, load_classes, load_sweep  # notes/ (the script's directory)
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SLOW, MAXO, SMS, VOTE = 1.25, 4.0, 132, 0.5
-PRECISION = {'bfloat16 ieee': 'bf16', 'float16 ieee': 'fp16', 'float32 tf32': 'tf32', 'float32 ieee': 'fp32',
-             'float32 tf32x3': 'tf32x3'}
 table = json.load(open(ROOT / 'pycutlass_gemm/tables/nvidia_h100_80gb_hbm3.json'))
-names = table['kernels']
-
-
-def between1(lg):
-    f = lg - math.floor(lg)
-    return 0.2925 < f < 0.7925
-
-
-classes = {}
-for cls, points in table['classes'].items():
-    classes[cls] = []
-    for p in points:
-        m, n, k, b = p[:4]
-        kept = {names[p[4]]: 1.0, **{names[p[i]]: p[i + 1] / 1000 for i in range(5, len(p), 2)}}
-        lm, ln, lk, lb = map(math.log2, (m, n, k, b))
-        classes[cls].append(dict(m=m, n=n, k=k, b=b, lm=lm, ln=ln, lk=lk, lb=lb,
-                                 between=between1(lm) or between1(ln), kept=kept))
+classes = load_classes(table)
 
 
 def tile_fill(name, m, n, b, clusters):
@@ -121,10 +105,7 @@ def judge_loo(full, **variant):
 
 if __name__ == '__main__':
     rows = [json.loads(line) for path in sys.argv[1:] for line in (gzip.open(path, 'rt') if path.endswith('.gz') else open(path))]
-    full = {}
-    for line in gzip.open(ROOT / 'notes/sweep-h100-2026-11-26.jsonl.gz', 'rt'):
-        r = json.loads(line)
-        full[(r['precision'], r['layout'], r['m'], r['n'], r['k'], r['batch'])] = r['ms']
+    full = load_sweep(ROOT / 'notes/sweep-h100-2026-11-26.jsonl.gz')
     for clusters in (False, True):
         for weight in (0.3, 0.5, 0.7, 1.0):
             rnd = judge_random(rows, fill_weight=weight, clusters=clusters)
