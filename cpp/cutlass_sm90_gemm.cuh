@@ -331,8 +331,7 @@ class CutlassSm90Gemm : public GemmKernel {
     config.stream = stream;
     cudaLaunchAttribute attrs[2] = {};
     attrs[0].id = cudaLaunchAttributeClusterDimension;
-    attrs[0].val.clusterDim = {static_cast<unsigned>(cute::size<0>(ClusterShape{})),
-                               static_cast<unsigned>(cute::size<1>(ClusterShape{})), 1};
+    attrs[0].val.clusterDim = {static_cast<unsigned>(kClusterM), static_cast<unsigned>(kClusterN), 1};
     attrs[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attrs[1].val.programmaticStreamSerializationAllowed = 1;
     config.attrs = attrs;
@@ -360,15 +359,13 @@ class CutlassSm90Gemm : public GemmKernel {
   // tiles, 288 in all, a third wave: 0.106 ms where 128x192 tiles of D^T (256) ran 0.072.
   template <class Shape>
   static int swizzle_for(const Shape& shape, int64_t sms) {
-    const int64_t cm = cute::size<0>(ClusterShape{}), cn = cute::size<1>(ClusterShape{});
-    const int64_t ctas_m = (cute::get<0>(shape) + kTileM - 1) / kTileM, ctas_n = (cute::get<1>(shape) + kTileN - 1) / kTileN;
-    const auto round_up = [](int64_t x, int64_t to) { return (x + to - 1) / to * to; };
-    const int64_t tiles = round_up(ctas_m, cm) * round_up(ctas_n, cn);
+    const int64_t m = cute::get<0>(shape), n = cute::get<1>(shape), cm = kClusterM, cn = kClusterN;
+    const int64_t tiles = tile_count(m, n, 1, kTileM, kTileN, cm, cn);
     const int64_t ctas = std::max<int64_t>(sms / (cm * cn) * (cm * cn), cm * cn);
     const auto waves = [&](int64_t t) { return (t + ctas - 1) / ctas; };
     int swizzle = 8;
     for (; swizzle > 1; swizzle /= 2) {
-      const int64_t padded = round_up(ctas_m, swizzle * cm) * round_up(ctas_n, swizzle * cn);
+      const int64_t padded = tile_count(m, n, 1, kTileM, kTileN, swizzle * cm, swizzle * cn);
       if (8 * padded <= 9 * tiles && waves(padded) == waves(tiles)) break;
     }
     return swizzle;
