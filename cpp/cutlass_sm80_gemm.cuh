@@ -193,8 +193,16 @@ class CutlassSm80Gemm
   // 46, H200, over session 42's survey problems under 2^31 flop that ran SM90 kernels (shuffled rounds, against
   // auto): 1.14-1.24x auto's speed below 2^24 flop, 0.98-1.0x at 2^24-2^26, 0.80-0.89x above 2^28; with this rule
   // bf16 1.26x -> 1.31x torch.matmul over 430 problems, fp16 1.17x -> 1.21x over 358 (outer products, K = 1, over
-  // more tiles stay on SM90: the tile clause).
+  // more tiles stay on SM90: the tile clause). With an MN-major operand (any layout but rc) up to 2^30 flop: the SM90
+  // kernels built for those layouts have 128-row tiles only (no 64-row ping-pong), and the 64x64 tile ran in 0.80-0.97x
+  // their time from 2^24 to 2^30 flop (geomean per octave of flop; 1.04-1.07x at 2^30-2^31). H200, by name in shuffled
+  // rounds: session 46's survey problems there (rr / cr / cc: bf16 113, 0.861x the SM90 picks' time, 1.14x -> 1.32x
+  // torch.matmul; fp16 77, 0.909x, 0.97x -> 1.07x) and session 48's random bf16 problems (rr / cr: auto 0.792x ->
+  // 0.832x torch.matmul over all 99, 32 changed). rc keeps 2^24: its 64-row ping-pong tiles are ahead above it (the
+  // 64x64 tile 0.93x their time at 2^24-2^26, 1.02-1.14x from 2^26).
   static constexpr int kSmall16BitPriority = 110;
+  static constexpr double kSmall16BitFlop =
+      Base::kLayoutA == Layout::Row && Base::kLayoutB == Layout::Col ? 0x1p24 : 0x1p30;
   static bool small_problem(const GemmProblem& p, double flop_limit) {
     const int64_t tiles = Base::tiles_of(p);
     return 2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k) *
@@ -210,7 +218,8 @@ class CutlassSm80Gemm
       const bool wide = p.m > Base::kTileM && p.n > 128 && 2 * Base::tiles_of(p) >= p.sm_count;
       return wide ? this->info_.priority + kWideTileBonus : this->info_.priority - kWideTileBonus;
     }
-    if constexpr (Base::kTileM == 64) return small_problem(p, 0x1p24) ? kSmall16BitPriority : kNotSmallPriority;
+    if constexpr (Base::kTileM == 64)
+      return small_problem(p, kSmall16BitFlop) ? kSmall16BitPriority : kNotSmallPriority;
     if (Base::kTileN <= 128) return this->info_.priority;
     return p.m > Base::kTileM && p.k >= Base::kTileK ? this->info_.priority + kWideTileBonus
                                                       : this->info_.priority - kWideTileBonus;

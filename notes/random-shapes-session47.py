@@ -2,7 +2,9 @@
 K over 256-16384, multiples of 8; seeded; x @ W.T (rc) first, then rr and cr), every registered kernel that can run
 each (not simt / naive / fallback) timed by name beside torch.matmul and auto in shuffled rounds (L2 flushed): is
 the loss the choice (a faster kernel was there) or the kernels? Written incrementally (a time limit keeps what ran).
-    python3 notes/random-shapes-session47.py OUT.jsonl [COUNT_RC COUNT_RR COUNT_CR]"""
+SEED (48: session 47's problems) draws another set; "auto" times only torch.matmul and auto (session 48: the
+picks of a new vote on problems whose kernels were all timed before).
+    python3 notes/random-shapes-session47.py OUT.jsonl [COUNT_RC COUNT_RR COUNT_CR [SEED [auto]]]"""
 import json, math, random, statistics, sys
 import torch
 import pycutlass_gemm as pg
@@ -10,8 +12,9 @@ from pycutlass_gemm import bench_timing as bt
 from pycutlass_gemm.bench_cases import PRECISIONS, Workload
 
 p = {q.name: q for q in PRECISIONS}["bf16"]
-rng = random.Random(48)
+rng = random.Random(int(sys.argv[5]) if len(sys.argv) > 5 else 48)
 counts = [int(x) for x in sys.argv[2:5]] if len(sys.argv) > 4 else [40, 20, 20]
+auto_only = sys.argv[6:7] == ["auto"]
 settings = bt.Settings(budget_s=0.02, min_runs=5, max_runs=9, warmup_s=0.01, flush_mib=1024)
 flush = bt.flush_buffer(settings)
 names = [k["name"] for k in pg.kernels() if k["name"] not in ("naive", "fallback") and not k["name"].startswith("simt")]
@@ -36,7 +39,7 @@ for layout, count in zip(("rc", "rr", "cr"), counts):
         o = torch.full(w.out_shape, float("nan"), device="cuda", dtype=p.dtype)
         plan = pg.plan(a, b)
         auto = plan["kernel"]
-        cands = [x for x in names if runs(x, a, b, o)]
+        cands = [] if auto_only else [x for x in names if runs(x, a, b, o)]
         cands += [] if auto in cands else [auto]
         pg.gemm(a, b, out=o, variant=auto)
         ref = torch.matmul(a.double(), b.double())
