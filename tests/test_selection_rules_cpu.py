@@ -11,8 +11,9 @@ from selection_helpers import meta, meta_operands, rules_choice
 # Session 39's rules (cutlass_sm90_priority.cuh), each at a problem of the H100 sweep it was judged on:
 # (m, n, k, layouts, dtype, precision, the kernel the rules run).
 RULES_39 = [
-    # 16-bit, K <= 2048, 128x256 tiles filling the waves poorly: the narrowest persistent tile, not stream-K
-    (256, 256, 512, "rr", torch.bfloat16, None, "sm90_bf16_rr_128x64x64_c1x1_coop_persistent"),
+    # 16-bit, K <= 2048, 128x256 tiles filling the waves poorly: the narrowest persistent tile, not stream-K (its
+    # 1x2 pair since session 41; at session 39's 256 x 256 x 512 rr the 64x64 a8 tile runs since session 48)
+    (1024, 1024, 512, "rr", torch.bfloat16, None, "sm90_bf16_rr_128x64x64_c1x2_coop_persistent"),
     (256, 256, 512, "rc", torch.float16, None, "sm90_f16_rc_128x64x64_c1x2_coop_persistent"),
     # tf32 over K <= 512: the persistent kernel despite its poor waves (stream-K's split costs more; 2048 x 2048, not
     # session 39's 512 x 512, which runs the 64x64 SM80 tile since session 45)
