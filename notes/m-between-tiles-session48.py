@@ -5,6 +5,7 @@ kernels by name over M = 128..384, N = 4096, K = 4096 / 14336.
     python3 notes/m-between-tiles-session48.py OUT.jsonl            # the sweep over M
     python3 notes/m-between-tiles-session48.py --once KERNEL M K    # one call, for ncu
     python3 notes/m-between-tiles-session48.py OUT.jsonl --layouts  # K = 14336: rc / cr over M, rc over N (mirrored)
+    python3 notes/m-between-tiles-session48.py OUT.jsonl --squares  # 4096^3 rc against a partial last tile row / column
 The first run (s48a, H200): 128x64 c1x2 at M = 160 / 192 / 224 / 256 took 91.9 / 87.8 / 67.0 / 60.3 us on the same
 2 x 64 tiles, 128x80 c2x1 91.2 / 76.9 / 62.5 / 56.4 and 87.3 at M = 128 (its pair's second tile wholly outside A);
 ncu at 192 against 256: DRAM bytes 155 / 125 MB (c1x2), 123 / 125 MB (c2x1): not the traffic."""
@@ -49,6 +50,18 @@ def gpu_us(fn):
 
 
 out = open(sys.argv[1], "w")
+if sys.argv[2:] == ["--squares"]:
+    names = [f"sm90_bf16_rc_{t}" for t in ("128x256x64_c2x1_coop_persistent", "128x128x64_c1x2_coop_persistent",
+                                           "128x64x64_c1x2_coop_persistent")]
+    for m, n in ((4096, 4096), (4032, 4096), (4000, 4096), (3968, 4096), (4096, 4000), (4096, 3968), (3840, 3840),
+                 (3904, 3904)):
+        a, b, o = problem(m, 4096, n)
+        us = {"torch": gpu_us(lambda: torch.matmul(a, b, out=o))}
+        for x in names:
+            us[x] = gpu_us(lambda x=x: pg.gemm(a, b, out=o, variant=x))
+        out.write(json.dumps(dict(m=m, n=n, k=4096, layout="rc", gpu_us=us)) + "\n"); out.flush()
+        print(f"{m}x{n}x4096 rc: " + " ".join(f"{v:.1f}" for v in us.values()), flush=True)
+    sys.exit(0)
 if sys.argv[2:] == ["--layouts"]:
     for layout, mirrored in (("rc", False), ("cr", False), ("rc", True)):
         names = [f"sm90_bf16_{layout}_{t}" for t in ("128x64x64_c1x2_coop_persistent", "128x128x64_c1x2_coop_persistent",
