@@ -3,8 +3,10 @@ K over 256-16384, multiples of 8; seeded; x @ W.T (rc) first, then rr and cr), e
 each (not simt / naive / fallback) timed by name beside torch.matmul and auto in shuffled rounds (L2 flushed): is
 the loss the choice (a faster kernel was there) or the kernels? Written incrementally (a time limit keeps what ran).
 SEED (48: session 47's problems) draws another set; "auto" times only torch.matmul and auto (session 48: the
-picks of a new vote on problems whose kernels were all timed before).
-    python3 notes/random-shapes-session47.py OUT.jsonl [COUNT_RC COUNT_RR COUNT_CR [SEED [auto]]]"""
+picks of a new vote on problems whose kernels were all timed before); "model" draws a transformer layer's products
+instead: tokens T log-uniform over 16-1024 (multiples of 8), (d_out, d_in) from MODEL_DIMS, y = x @ W.T (rc, T x d_out
+x d_in), dx = dy @ W (rr, T x d_in x d_out), dW = dy.T @ x (cr, d_out x d_in x T).
+    python3 notes/random-shapes-session47.py OUT.jsonl [COUNT_RC COUNT_RR COUNT_CR [SEED [auto | model]]]"""
 import json, math, random, statistics, sys
 import torch
 import pycutlass_gemm as pg
@@ -14,7 +16,9 @@ from pycutlass_gemm.bench_cases import PRECISIONS, Workload
 p = {q.name: q for q in PRECISIONS}["bf16"]
 rng = random.Random(int(sys.argv[5]) if len(sys.argv) > 5 else 48)
 counts = [int(x) for x in sys.argv[2:5]] if len(sys.argv) > 4 else [40, 20, 20]
-auto_only = sys.argv[6:7] == ["auto"]
+auto_only, model = sys.argv[6:7] == ["auto"], sys.argv[6:7] == ["model"]
+MODEL_DIMS = [(4096, 4096), (14336, 4096), (4096, 14336), (11008, 4096), (4096, 11008), (1024, 4096), (6144, 4096),
+              (8192, 8192), (28672, 8192), (8192, 28672), (2048, 2048), (5632, 2048), (2048, 5632)]
 settings = bt.Settings(budget_s=0.02, min_runs=5, max_runs=9, warmup_s=0.01, flush_mib=1024)
 flush = bt.flush_buffer(settings)
 names = [k["name"] for k in pg.kernels() if k["name"] not in ("naive", "fallback") and not k["name"].startswith("simt")]
@@ -32,6 +36,9 @@ out = open(sys.argv[1], "w")
 for layout, count in zip(("rc", "rr", "cr"), counts):
     for _ in range(count):
         m, n, k = size(16, 16384), size(256, 16384), size(256, 16384)
+        if model:
+            tokens, (d_out, d_in) = size(16, 1024), rng.choice(MODEL_DIMS)
+            m, n, k = {"rc": (tokens, d_out, d_in), "rr": (tokens, d_in, d_out), "cr": (d_out, d_in, tokens)}[layout]
         if 2 * m * n * k > 2**40:
             continue
         w = Workload.problem(m, n, k, layout, 1)
