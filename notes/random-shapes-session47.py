@@ -5,8 +5,10 @@ the loss the choice (a faster kernel was there) or the kernels? Written incremen
 SEED (48: session 47's problems) draws another set; "auto" times only torch.matmul and auto (session 48: the
 picks of a new vote on problems whose kernels were all timed before); "model" draws a transformer layer's products
 instead: tokens T log-uniform over 16-1024 (multiples of 8), (d_out, d_in) from MODEL_DIMS, y = x @ W.T (rc, T x d_out
-x d_in), dx = dy @ W (rr, T x d_in x d_out), dW = dy.T @ x (cr, d_out x d_in x T).
-    python3 notes/random-shapes-session47.py OUT.jsonl [COUNT_RC COUNT_RR COUNT_CR [SEED [auto | model]]]"""
+x d_in), dx = dy @ W (rr, T x d_in x d_out), dW = dy.T @ x (cr, d_out x d_in x T); "tokens" a grid instead: T = 128,
+144, ..., 512 over (d_out, d_in) = 4096 x 4096, 4096 x 14336, 14336 x 4096, y and dx (a kernel's time as its last tile
+row fills: session 48 saw 128x64 c1x2 run 192 rows 1.3-1.45x slower than 256 on the same tiles).
+    python3 notes/random-shapes-session47.py OUT.jsonl [COUNT_RC COUNT_RR COUNT_CR [SEED [auto | model | tokens]]]"""
 import json, math, random, statistics, sys
 import torch
 import pycutlass_gemm as pg
@@ -32,33 +34,38 @@ def runs(name, a, b, o):
         return False
 
 
+grid = [(layout, (t, d_out, d_in) if layout == "rc" else (t, d_in, d_out)) for layout in ("rc", "rr")
+        for d_out, d_in in ((4096, 4096), (4096, 14336), (14336, 4096)) for t in range(128, 513, 16)]
+todo = grid if sys.argv[6:7] == ["tokens"] else [(layout, None) for layout, count in zip(("rc", "rr", "cr"), counts)
+                                                 for _ in range(count)]
 out = open(sys.argv[1], "w")
-for layout, count in zip(("rc", "rr", "cr"), counts):
-    for _ in range(count):
-        m, n, k = size(16, 16384), size(256, 16384), size(256, 16384)
-        if model:
-            tokens, (d_out, d_in) = size(16, 1024), rng.choice(MODEL_DIMS)
-            m, n, k = {"rc": (tokens, d_out, d_in), "rr": (tokens, d_in, d_out), "cr": (d_out, d_in, tokens)}[layout]
-        if 2 * m * n * k > 2**40:
-            continue
-        w = Workload.problem(m, n, k, layout, 1)
-        a, b = w.make_inputs(p)
-        o = torch.full(w.out_shape, float("nan"), device="cuda", dtype=p.dtype)
-        plan = pg.plan(a, b)
-        auto = plan["kernel"]
-        cands = [] if auto_only else [x for x in names if runs(x, a, b, o)]
-        cands += [] if auto in cands else [auto]
-        pg.gemm(a, b, out=o, variant=auto)
-        ref = torch.matmul(a.double(), b.double())
-        err = ((o.double() - ref).norm() / ref.norm()).item()
-        fns = [lambda: torch.matmul(a, b, out=o)] + [lambda x=x: pg.gemm(a, b, out=o, variant=x) for x in cands]
-        for f in fns:
-            bt.warm_up(f, settings)
-        t = [statistics.median(s) for s in bt.time_interleaved(fns, flush, settings)]
-        ms = dict(zip(cands, t[1:]))
-        best = min(cands, key=ms.get)
-        out.write(json.dumps(dict(m=m, n=n, k=k, layout=layout, auto=auto, reason=plan["reason"], torch_ms=t[0], ms=ms,
-                                  err=err)) + "\n")
-        out.flush()
-        print(f"{m}x{n}x{k} {layout}: torch {t[0]*1e3:.1f} us; auto {auto} {t[0]/ms[auto]:.2f}x; best {best} "
-              f"{t[0]/ms[best]:.2f}x; err {err:.1e}", flush=True)
+for layout, fixed in todo:
+    m, n, k = size(16, 16384), size(256, 16384), size(256, 16384)
+    if fixed:
+        m, n, k = fixed
+    elif model:
+        tokens, (d_out, d_in) = size(16, 1024), rng.choice(MODEL_DIMS)
+        m, n, k = {"rc": (tokens, d_out, d_in), "rr": (tokens, d_in, d_out), "cr": (d_out, d_in, tokens)}[layout]
+    if 2 * m * n * k > 2**40:
+        continue
+    w = Workload.problem(m, n, k, layout, 1)
+    a, b = w.make_inputs(p)
+    o = torch.full(w.out_shape, float("nan"), device="cuda", dtype=p.dtype)
+    plan = pg.plan(a, b)
+    auto = plan["kernel"]
+    cands = [] if auto_only else [x for x in names if runs(x, a, b, o)]
+    cands += [] if auto in cands else [auto]
+    pg.gemm(a, b, out=o, variant=auto)
+    ref = torch.matmul(a.double(), b.double())
+    err = ((o.double() - ref).norm() / ref.norm()).item()
+    fns = [lambda: torch.matmul(a, b, out=o)] + [lambda x=x: pg.gemm(a, b, out=o, variant=x) for x in cands]
+    for f in fns:
+        bt.warm_up(f, settings)
+    t = [statistics.median(s) for s in bt.time_interleaved(fns, flush, settings)]
+    ms = dict(zip(cands, t[1:]))
+    best = min(cands, key=ms.get)
+    out.write(json.dumps(dict(m=m, n=n, k=k, layout=layout, auto=auto, reason=plan["reason"], torch_ms=t[0], ms=ms,
+                              err=err)) + "\n")
+    out.flush()
+    print(f"{m}x{n}x{k} {layout}: torch {t[0]*1e3:.1f} us; auto {auto} {t[0]/ms[auto]:.2f}x; best {best} "
+          f"{t[0]/ms[best]:.2f}x; err {err:.1e}", flush=True)
