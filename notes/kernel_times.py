@@ -1,6 +1,10 @@
 """What the session-46 timing scripts share: per-run GPU kernel times from a torch.profiler trace of runs that each
-zero the L2 flush buffer (a fill kernel) one or more times, the timed call after the run's last fill."""
+zero the L2 flush buffer (a fill kernel) one or more times, the timed call after the run's last fill; and the median
+GPU time of a call so (gpu_us: session 47's and 48's scripts)."""
+import statistics
+
 import torch
+from torch.profiler import profile, ProfilerActivity
 
 
 def kernel_us_after_last_fill(prof, fills_per_run):
@@ -20,3 +24,16 @@ def kernel_us_after_last_fill(prof, fills_per_run):
             cur += getattr(e, "device_time_total", 0) or e.cuda_time_total
     per.append(cur)
     return per[2:]
+
+
+def gpu_us(fn, flush, runs=12):
+    """The median GPU time (us) of fn's kernels over `runs` runs, each after zeroing `flush` (L2), after 3 warm runs."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(runs):
+            flush.zero_()
+            fn()
+        torch.cuda.synchronize()
+    return statistics.median(kernel_us_after_last_fill(prof, 1))

@@ -9,13 +9,12 @@ kernels by name over M = 128..384, N = 4096, K = 4096 / 14336.
 The first run (s48a, H200): 128x64 c1x2 at M = 160 / 192 / 224 / 256 took 91.9 / 87.8 / 67.0 / 60.3 us on the same
 2 x 64 tiles, 128x80 c2x1 91.2 / 76.9 / 62.5 / 56.4 and 87.3 at M = 128 (its pair's second tile wholly outside A);
 ncu at 192 against 256: DRAM bytes 155 / 125 MB (c1x2), 123 / 125 MB (c2x1): not the traffic."""
-import json, statistics, sys
+import json, sys
 import torch
 import pycutlass_gemm as pg
 from pycutlass_gemm.bench_cases import PRECISIONS, Workload
-from torch.profiler import profile, ProfilerActivity
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from kernel_times import kernel_us_after_last_fill  # noqa: E402
+from kernel_times import gpu_us as profiled_us  # noqa: E402
 
 bf16 = {q.name: q for q in PRECISIONS}["bf16"]
 KERNELS = ["sm90_bf16_rc_128x64x64_c1x2_coop_persistent", "sm90_bf16_rc_128x80x64_c2x1_coop_persistent",
@@ -39,14 +38,7 @@ flush = torch.empty(2**28, device="cuda", dtype=torch.int32)
 
 
 def gpu_us(fn):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(12):
-            flush.zero_(); fn()
-        torch.cuda.synchronize()
-    return statistics.median(kernel_us_after_last_fill(prof, 1))
+    return profiled_us(fn, flush)
 
 
 out = open(sys.argv[1], "w")

@@ -9,9 +9,8 @@ import torch
 import pycutlass_gemm as pg
 from pycutlass_gemm import bench_timing as bt
 from pycutlass_gemm.bench_cases import PRECISIONS, Workload
-from torch.profiler import profile, ProfilerActivity
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from kernel_times import kernel_us_after_last_fill  # noqa: E402
+from kernel_times import gpu_us as profiled_us  # noqa: E402
 
 by_name = {q.name: q for q in PRECISIONS}
 problems = [(m, n, k, "bf16") for m in (64, 96, 128, 192, 256)
@@ -30,14 +29,7 @@ def runs(name, a, b, o):
 
 
 def gpu_us(fn):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(12):
-            flush.zero_(); fn()
-        torch.cuda.synchronize()
-    return statistics.median(kernel_us_after_last_fill(prof, 1))
+    return profiled_us(fn, flush)
 
 
 out = open(sys.argv[1], "w")
