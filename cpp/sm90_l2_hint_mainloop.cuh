@@ -12,6 +12,9 @@
 // (1024x64x1024) rr 0.039 (1.00x) -> 0.034 (1.11x); 4096^3 and the other operand layouts unchanged.
 // An operand that other tiles re-read keeps EVICT_NORMAL: evict-first on both operands of
 // 256x256x524288's 128x64 tiles (A read by four N tiles, B by two) ran 0.228 -> 0.279 ms.
+//
+// And a TMA box wholly past the matrix's edge is loaded from inside it (see load): TMA fills such
+// a box with zeros ~5x slower than it loads one from memory.
 #pragma once
 
 #include <type_traits>
@@ -41,6 +44,7 @@ struct Sm90L2HintedMainloop : Base {
   struct Params : Base::Params {
     uint64_t hint_a = static_cast<uint64_t>(cute::TMA::CacheHintSm90::EVICT_NORMAL);
     uint64_t hint_b = static_cast<uint64_t>(cute::TMA::CacheHintSm90::EVICT_NORMAL);
+    int rows_a = 0, rows_b = 0;  // M and N of the problem the kernel computes
   };
 
   // EVICT_FIRST for the operand whose tiles no other output tile reads: A when N fits one tile,
@@ -53,6 +57,8 @@ struct Sm90L2HintedMainloop : Base {
     static_cast<typename Base::Params&>(params) = Base::to_underlying_arguments(problem_shape, args, workspace);
     const auto shape = cute::append<4>(problem_shape, 1);
     constexpr int kTileM = cute::size<0>(TileShape{}), kTileN = cute::size<1>(TileShape{});
+    params.rows_a = int(cute::get<0>(shape));
+    params.rows_b = int(cute::get<1>(shape));
     const int tiles_m = (int(cute::get<0>(shape)) + kTileM - 1) / kTileM;
     const int tiles_n = (int(cute::get<1>(shape)) + kTileN - 1) / kTileN;
     constexpr auto kFirst = static_cast<uint64_t>(cute::TMA::CacheHintSm90::EVICT_FIRST);
@@ -64,7 +70,25 @@ struct Sm90L2HintedMainloop : Base {
     return params;
   }
 
-  // Base::load with the hints passed to the TMA copies (marked "hint"); otherwise CUTLASS 4.2's code.
+  // The first row of the operand's tile (tile index `tile` of kTile rows) that this CTA's copy brings: the tile's
+  // first, or with the operand multicast over `kShare` CTAs and K-major (the box then split along its rows: cute's
+  // make_tma_copy truncates the outermost box mode) the first of the CTA's share of the rows.
+  template <int kTile, int kShare, bool kSliced>
+  CUTLASS_DEVICE static int first_row_loaded(int tile, int share) {
+    return tile * kTile + (kSliced ? share * (kTile / kShare) : 0);
+  }
+
+  // Base::load with the hints passed to the TMA copies (marked "hint") and boxes past the edge loaded from inside
+  // (marked "edge"); otherwise CUTLASS 4.2's code.
+  //
+  // Edge: a box whose rows all lie at or past the operand's last (the half of a 128-row A tile that a 1x2
+  // cluster's second CTA loads where M ends in the first half; a cluster's CTA past the last tile) comes from tile
+  // 0 instead. Those rows of shared memory feed only output rows past the edge, which the epilogue does not store,
+  // and each output row reads only its own row of A (column of B), so what they hold is never seen. A box that
+  // straddles the edge still loads as it is. Why: TMA fills a box wholly past the edge ~5x slower than it loads an
+  // inside one (notes/tma-box-edge-session48.cu, H200: 128 CTAs streaming 224 boxes of 128x64 bf16, 21.8 us inside,
+  // 107 us outside, 78.8 us half outside; 64-row boxes 20.9 / 65.3), and 192 x 4096 x 14336 rc bf16 on 128x64 tiles
+  // in clusters of 1x2 ran 87.6 us against 60.2 at 256 rows on the same tiles.
   template <class TensorA, class TensorB, class KTileIterator, class BlockCoord>
   CUTLASS_DEVICE void load(Params const& mainloop_params, MainloopPipeline pipeline, PipelineState smem_pipe_write,
                            cute::tuple<TensorA, TensorB> const& load_inputs, BlockCoord const& blk_coord,
@@ -86,8 +110,18 @@ struct Sm90L2HintedMainloop : Base {
       auto block_tma_b = mainloop_params.tma_load_b.get_slice(cluster_local_block_id.x);
 
       auto [m_coord, n_coord, k_coord, l_coord] = blk_coord;
-      Tensor gA = gA_mkl(_, _, m_coord, _, l_coord);  // (BLK_M,BLK_K,k)
-      Tensor gB = gB_nkl(_, _, n_coord, _, l_coord);  // (BLK_N,BLK_K,k)
+      constexpr int kTileM = size<0>(TileShape{}), kTileN = size<1>(TileShape{});
+      constexpr int kClusterM = size<0>(ClusterShape{}), kClusterN = size<1>(ClusterShape{});
+      constexpr bool kSlicedA = std::is_same_v<GmemTiledCopyA, cute::SM90_TMA_LOAD_MULTICAST> &&
+                                cutlass::gemm::detail::is_k_major<typename Base::StrideA>();
+      constexpr bool kSlicedB = std::is_same_v<GmemTiledCopyB, cute::SM90_TMA_LOAD_MULTICAST> &&
+                                cutlass::gemm::detail::is_k_major<typename Base::StrideB>();
+      const bool a_past_edge = first_row_loaded<kTileM, kClusterN, kSlicedA>(int(m_coord), int(cluster_local_block_id.y)) >=
+                               mainloop_params.rows_a;  // edge
+      const bool b_past_edge = first_row_loaded<kTileN, kClusterM, kSlicedB>(int(n_coord), int(cluster_local_block_id.x)) >=
+                               mainloop_params.rows_b;  // edge
+      Tensor gA = gA_mkl(_, _, a_past_edge ? 0 : int(m_coord), _, l_coord);  // (BLK_M,BLK_K,k); edge
+      Tensor gB = gB_nkl(_, _, b_past_edge ? 0 : int(n_coord), _, l_coord);  // (BLK_N,BLK_K,k); edge
 
       Tensor tAgA = block_tma_a.partition_S(gA);  // (TMA,TMA_M,TMA_K,k)
       Tensor tAsA = block_tma_a.partition_D(sA);  // (TMA,TMA_M,TMA_K,PIPE)
