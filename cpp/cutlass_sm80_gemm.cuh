@@ -197,8 +197,8 @@ class CutlassSm80Gemm
   // kernels built for those layouts have 128-row tiles only (no 64-row ping-pong), and the 64x64 tile ran in 0.80-0.97x
   // their time from 2^24 to 2^30 flop (geomean per octave of flop; 1.04-1.07x at 2^30-2^31). H200, by name in shuffled
   // rounds: session 46's survey problems there (rr / cr / cc: bf16 113, 0.861x the SM90 picks' time, 1.14x -> 1.32x
-  // torch.matmul; fp16 77, 0.909x, 0.97x -> 1.07x) and session 48's random bf16 problems (rr / cr: auto 0.792x ->
-  // 0.832x torch.matmul over all 99, 32 changed). rc keeps 2^24: its 64-row ping-pong tiles are ahead above it (the
+  // torch.matmul; fp16 77, 0.909x, 0.97x -> 1.07x) and session 48's random bf16 problems (rr / cr, 99, 32 changed:
+  // auto 0.805x / 0.786x -> 0.831x / 0.843x torch.matmul on the build with it). rc keeps 2^24: its 64-row ping-pong tiles are ahead above it (the
   // 64x64 tile 0.93x their time at 2^24-2^26, 1.02-1.14x from 2^26).
   static constexpr int kSmall16BitPriority = 110;
   static constexpr double kSmall16BitFlop =

@@ -59,8 +59,8 @@ struct Sm90L2HintedMainloop : Base {
     constexpr int kTileM = cute::size<0>(TileShape{}), kTileN = cute::size<1>(TileShape{});
     params.rows_a = int(cute::get<0>(shape));
     params.rows_b = int(cute::get<1>(shape));
-    const int tiles_m = (int(cute::get<0>(shape)) + kTileM - 1) / kTileM;
-    const int tiles_n = (int(cute::get<1>(shape)) + kTileN - 1) / kTileN;
+    const int tiles_m = (params.rows_a + kTileM - 1) / kTileM;
+    const int tiles_n = (params.rows_b + kTileN - 1) / kTileN;
     constexpr auto kFirst = static_cast<uint64_t>(cute::TMA::CacheHintSm90::EVICT_FIRST);
     if (tiles_n == 1) {
       params.hint_a = kFirst;
