@@ -207,6 +207,23 @@ class Sm90Priority {
   // problems: split-K ran 0.866x its time, bf16, 0.852x fp16, never slower).
   static constexpr int64_t kLongKRowColMinM = 256, kLongKRowColMinK = 8192;
   static constexpr int kLongKRowColPriority = 103;
+  // Split-K of 128x192 tiles of D^T (192 x 128 tiles of D: the user's M on the 192 side) is for x @ W.T and dx
+  // (rc, rr) over kFewRowsMin + 1 .. 192 rows, as many as one of its tile columns holds: there 128-row tiles of D
+  // compute two tile rows (256, a quarter to nearly half padding) and the 192-row tiles of D^T without a split are
+  // too few for the SMs (a 4096-row weight: 32), while K split into slices gives every SM a share of the weight
+  // (it runs where K splits for at least half the SMs: split_k_slices). First there for K >= kFewRowsMinK in slices
+  // of at least kFewRowsMinSlice, ahead of kWaveFillTransposed and kLongKRowCol (103); behind the others elsewhere.
+  // H200, session 49 (notes/measurements.md), bf16 over 136-192 rows of 9 layer shapes, rc and rr, every kernel by
+  // name: where this rule puts it first (55 problems) 0.940x torch.matmul against 0.832x for the fastest other
+  // kernel (faster than it at all 55, by 1.04-1.24x); with shorter K or slices it was behind (K = 2048: 0.63-0.74x
+  // against 0.70-0.97x; 1024 x 4096 rc, slices of 512: 0.78-0.82x against 0.83-0.88x).
+  static constexpr bool kSplitKFewRowsTransposed = kSplitK && kTransposed && kTileN == 192;
+  static constexpr int64_t kFewRowsMin = 128, kFewRowsMinK = 4096, kFewRowsMinSlice = 1024;
+  static constexpr int kSplitKFewRowsTransposedPriority = 104;
+  static bool few_rows_long_slices(const GemmProblem& p) {
+    const int64_t slices = Gemm::split_k_slices(p);
+    return p.m > kFewRowsMin && p.m <= kTileN && p.k >= kFewRowsMinK && slices > 0 && p.k / slices >= kFewRowsMinSlice;
+  }
   // The any-alignment mainloops (staged: 76, 79 with D by TMA; ahead of the SM80 kernels' 70-75)
   // do not split K, and the SM80 kernels do (serially) where their tiles cannot fill the SMs. H100 sweep of the
   // unaligned classes, staged 128x128 against SM80 (median speed ratio): 0.42-0.91x for K >= 4096
@@ -348,6 +365,8 @@ class Sm90Priority {
                      own_wave_fill(p) >= std::max(wave_fill(p, 128, 192), wave_fill(p, 192, 128))
                  ? kThreeWarpgroupsPriority
                  : kNotWaveFillPriority;
+    if constexpr (kSplitKFewRowsTransposed)
+      return few_rows_long_slices(p) ? kSplitKFewRowsTransposedPriority : kNotLongKPriority;
     if constexpr (kSplitK && !kSmallM) {
       const bool long_k = Gemm::tiles_of(p) * 4 <= p.sm_count && (kTileN <= 128 || (kTransposed ? p.m : p.n) > 128);
       if constexpr (kLongKRowCol)

@@ -93,7 +93,10 @@ Plan plan(const GemmProblem& p) {
       const Plan ruled = ruled_plan(p, note, untuned_key);
       if (ruled.kernel != nullptr && ruled.kernel != measured->kernel &&
           measured->registered_after->count(ruled.kernel->info().name))
-        return {ruled.kernel, "registered after the measured table was swept: " + ruled.reason, untuned_key};
+        return {ruled.kernel,
+                "registered after the measured table was swept (the table's pick: " + measured->kernel->info().name +
+                    "): " + ruled.reason,
+                untuned_key};
     }
     return {measured->kernel, note + measured->reason, untuned_key};
   }

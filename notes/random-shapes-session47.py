@@ -3,22 +3,25 @@ K over 256-16384, multiples of 8; seeded; x @ W.T (rc) first, then rr and cr), e
 each (not simt / naive / fallback) timed by name beside torch.matmul and auto in shuffled rounds (L2 flushed): is
 the loss the choice (a faster kernel was there) or the kernels? Written incrementally (a time limit keeps what ran).
 SEED (48: session 47's problems) draws another set; "auto" times only torch.matmul and auto (session 48: the
-picks of a new vote on problems whose kernels were all timed before); "model" draws a transformer layer's products
+picks of a new vote on problems whose kernels were all timed before; and the table's pick where auto runs a kernel
+registered after it); "model" draws a transformer layer's products
 instead: tokens T log-uniform over 16-1024 (multiples of 8), (d_out, d_in) from MODEL_DIMS, y = x @ W.T (rc, T x d_out
 x d_in), dx = dy @ W (rr, T x d_in x d_out), dW = dy.T @ x (cr, d_out x d_in x T); "tokens" a grid instead: T = 128,
 144, ..., 512 over (d_out, d_in) = 4096 x 4096, 4096 x 14336, 14336 x 4096, y and dx (a kernel's time as its last tile
-row fills: session 48 saw 128x64 c1x2 run 192 rows 1.3-1.45x slower than 256 on the same tiles).
-    python3 notes/random-shapes-session47.py OUT.jsonl [COUNT_RC COUNT_RR COUNT_CR [SEED [auto | model | tokens]]]"""
-import json, math, random, statistics, sys
+row fills: session 48 saw 128x64 c1x2 run 192 rows 1.3-1.45x slower than 256 on the same tiles); "band" (session 49)
+T = 136..208 over BAND_DIMS, y and dx (the 192-row split-K tiles of D^T). Each row's errs: every timed kernel's
+error against float64 (kernels new to a build are timed here before any table knows them).
+    python3 notes/random-shapes-session47.py OUT.jsonl [COUNT_RC COUNT_RR COUNT_CR [SEED [auto | model | tokens | band [auto]]]]"""
+import json, math, os, random, re, statistics, sys
 import torch
 import pycutlass_gemm as pg
 from pycutlass_gemm import bench_timing as bt
 from pycutlass_gemm.bench_cases import PRECISIONS, Workload
 
-p = {q.name: q for q in PRECISIONS}["bf16"]
+p = {q.name: q for q in PRECISIONS}[os.environ.get("PRECISION", "bf16")]  # PRECISION=fp16: the fp16 twins
 rng = random.Random(int(sys.argv[5]) if len(sys.argv) > 5 else 48)
 counts = [int(x) for x in sys.argv[2:5]] if len(sys.argv) > 4 else [40, 20, 20]
-auto_only, model = sys.argv[6:7] == ["auto"], sys.argv[6:7] == ["model"]
+auto_only, model = "auto" in sys.argv[6:8], sys.argv[6:7] == ["model"]  # "band auto": the band, auto only
 MODEL_DIMS = [(4096, 4096), (14336, 4096), (4096, 14336), (11008, 4096), (4096, 11008), (1024, 4096), (6144, 4096),
               (8192, 8192), (28672, 8192), (8192, 28672), (2048, 2048), (5632, 2048), (2048, 5632)]
 settings = bt.Settings(budget_s=0.02, min_runs=5, max_runs=9, warmup_s=0.01, flush_mib=1024)
@@ -34,10 +37,15 @@ def runs(name, a, b, o):
         return False
 
 
-grid = [(layout, (t, d_out, d_in) if layout == "rc" else (t, d_in, d_out)) for layout in ("rc", "rr")
-        for d_out, d_in in ((4096, 4096), (4096, 14336), (14336, 4096)) for t in range(128, 513, 16)]
-todo = grid if sys.argv[6:7] == ["tokens"] else [(layout, None) for layout, count in zip(("rc", "rr", "cr"), counts)
-                                                 for _ in range(count)]
+BAND_DIMS = [(4096, 4096), (4096, 14336), (4096, 11008), (2048, 8192), (6144, 4096), (8192, 8192), (1024, 4096),
+             (5120, 5120), (2048, 2048)]
+layer = lambda layout, t, d_out, d_in: (t, d_out, d_in) if layout == "rc" else (t, d_in, d_out)  # noqa: E731
+grids = {"tokens": [(layout, layer(layout, t, d_out, d_in)) for layout in ("rc", "rr")
+                    for d_out, d_in in ((4096, 4096), (4096, 14336), (14336, 4096)) for t in range(128, 513, 16)],
+         "band": [(layout, layer(layout, t, d_out, d_in)) for d_out, d_in in BAND_DIMS for layout in ("rc", "rr")
+                  for t in (136, 152, 160, 176, 192, 208)]}
+todo = grids.get(sys.argv[6] if len(sys.argv) > 6 else "", [(layout, None) for layout, count in
+                                                             zip(("rc", "rr", "cr"), counts) for _ in range(count)])
 out = open(sys.argv[1], "w")
 for layout, fixed in todo:
     m, n, k = size(16, 16384), size(256, 16384), size(256, 16384)
@@ -55,9 +63,15 @@ for layout, fixed in todo:
     auto = plan["kernel"]
     cands = [] if auto_only else [x for x in names if runs(x, a, b, o)]
     cands += [] if auto in cands else [auto]
-    pg.gemm(a, b, out=o, variant=auto)
+    table_pick = re.search(r"the table's pick: ([^)]+)\)", plan["reason"])  # auto runs a kernel the table never timed
+    cands += [table_pick[1]] if table_pick and table_pick[1] not in cands else []
     ref = torch.matmul(a.double(), b.double())
-    err = ((o.double() - ref).norm() / ref.norm()).item()
+    errs = {}
+    for x in cands:
+        o.fill_(float("nan"))
+        pg.gemm(a, b, out=o, variant=x)
+        errs[x] = ((o.double() - ref).norm() / ref.norm()).item()
+    err = errs[auto]
     fns = [lambda: torch.matmul(a, b, out=o)] + [lambda x=x: pg.gemm(a, b, out=o, variant=x) for x in cands]
     for f in fns:
         bt.warm_up(f, settings)
@@ -65,7 +79,7 @@ for layout, fixed in todo:
     ms = dict(zip(cands, t[1:]))
     best = min(cands, key=ms.get)
     out.write(json.dumps(dict(m=m, n=n, k=k, layout=layout, auto=auto, reason=plan["reason"], torch_ms=t[0], ms=ms,
-                              err=err)) + "\n")
+                              err=err, errs=errs)) + "\n")
     out.flush()
     print(f"{m}x{n}x{k} {layout}: torch {t[0]*1e3:.1f} us; auto {auto} {t[0]/ms[auto]:.2f}x; best {best} "
-          f"{t[0]/ms[best]:.2f}x; err {err:.1e}", flush=True)
+          f"{t[0]/ms[best]:.2f}x; err {err:.1e} (worst of all {max(errs.values()):.1e})", flush=True)

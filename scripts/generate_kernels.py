@@ -416,6 +416,15 @@ def all_kernels():
     for dtype, la_lb in itertools.product(["bf16", "f16"], ["rr", "rc", "cr"]):
         kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 192, 64), (2, 1), "coop", "persistent",
                               swap_ab=True))
+    # ... and with K split in parallel: x @ W.T and dx (rc, rr) over 129-192 tokens against a weight of up to
+    # ~8192 rows, whose 128-row tiles compute two tile rows (256, a quarter to nearly half of them padding) and
+    # whose 192-row tiles of D^T are too few for the SMs (4096 rows: 32 tiles) without a split. H200, session 48,
+    # x torch.matmul over 144-208 tokens, what ran then: 4096 x 14336 rc 128x64 c1x2 0.62-0.82x, split-K 128x256
+    # 0.85-1.01x; 4096 x 4096 rr 128x64 0.57-0.71x, split-K 128x256 0.81-0.90x (CutlassSm90Gemm::priority,
+    # kSplitKFewRowsTransposed, says where it goes first and what it ran in session 49).
+    for dtype, la_lb in itertools.product(["bf16", "f16"], ["rr", "rc"]):
+        kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 192, 64), (2, 1), "coop", "splitk",
+                              swap_ab=True))
     # bf16 192x192 tiles (cuBLAS's at 3072^3 and 6144^3), three consumer warpgroups stacked along M (64 x 192
     # each, the wgmmas of one 128x192 warpgroup; 512 threads: cpp/sm90_three_warpgroup_kernel.cuh): each
     # warpgroup reads shared memory a flop as one of 128x192 does and the tile reads a fifth less from L2.
