@@ -212,14 +212,15 @@ class Sm90Priority {
   // compute two tile rows (256, a quarter to nearly half padding) and the 192-row tiles of D^T without a split are
   // too few for the SMs (a 4096-row weight: 32), while K split into slices gives every SM a share of the weight
   // (it runs where K splits for at least half the SMs: split_k_slices). First there for K >= kFewRowsMinK in slices
-  // of at least kFewRowsMinSlice, ahead of kWaveFillTransposed and kLongKRowCol (103); behind the others elsewhere.
+  // of at least kFewRowsMinSlice, ahead of the fill tiles (106: 136-192 x 5120 x 5120 rc ran 128x80 c2x1 at 0.57-0.76x
+  // torch.matmul, this tile at 0.86-0.93x), kWaveFillTransposed and kLongKRowCol (103); behind the others elsewhere.
   // H200, session 49 (notes/measurements.md), bf16 over 136-192 rows of 9 layer shapes, rc and rr, every kernel by
   // name: where this rule puts it first (55 problems) 0.940x torch.matmul against 0.832x for the fastest other
   // kernel (faster than it at all 55, by 1.04-1.24x); with shorter K or slices it was behind (K = 2048: 0.63-0.74x
   // against 0.70-0.97x; 1024 x 4096 rc, slices of 512: 0.78-0.82x against 0.83-0.88x).
   static constexpr bool kSplitKFewRowsTransposed = kSplitK && kTransposed && kTileN == 192;
   static constexpr int64_t kFewRowsMin = 128, kFewRowsMinK = 4096, kFewRowsMinSlice = 1024;
-  static constexpr int kSplitKFewRowsTransposedPriority = 104;
+  static constexpr int kSplitKFewRowsTransposedPriority = 107;
   static bool few_rows_long_slices(const GemmProblem& p) {
     const int64_t slices = Gemm::split_k_slices(p);
     return p.m > kFewRowsMin && p.m <= kTileN && p.k >= kFewRowsMinK && slices > 0 && p.k / slices >= kFewRowsMinSlice;

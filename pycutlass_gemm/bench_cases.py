@@ -152,11 +152,12 @@ QUICK_WORKLOADS = {
     "large-k": Workload("large K", 256, 256, 131072, "rr"),
 }
 # The "shapes users bring" section: square sizes in every layout, a model's projections (small M:
-# decoding), sizes no 16-byte alignment fits (777, 1001: the kernels' fallbacks; x @ W.T onto a
-# vocabulary of 50257, whose output alone is unaligned), a batch, long K.
+# decoding; 160 and 176 rows: a prefill chunk's x @ W.T and dx), sizes no 16-byte alignment fits (777,
+# 1001: the kernels' fallbacks; x @ W.T onto a vocabulary of 50257, whose output alone is unaligned), a
+# batch, long K.
 USER_SHAPES = ("4096x4096x4096:rr:bf16,4096x4096x4096:rc:bf16,4096x4096x4096:cr:bf16,4096x4096x4096:cc:bf16,"
                "8192x8192x8192:rr:bf16,8192x14336x4096:rc:bf16,16x4096x4096:rc:bf16,128x4096x4096:rc:bf16,"
-               "1000x3000x777:rr:bf16,2048x1001x2048:rr:bf16,4096x50257x1024:rc:bf16,32x1024x64x1024:rr:bf16,"
+               "160x4096x14336:rc:bf16,176x4096x4096:rr:bf16,1000x3000x777:rr:bf16,2048x1001x2048:rr:bf16,4096x50257x1024:rc:bf16,32x1024x64x1024:rr:bf16,"
                "256x256x131072:rr:bf16,256x256x524288:rr:bf16")
 QUICK_USER_SHAPES = "16x4096x4096:rc:bf16,1000x3000x777:rr:bf16,32x1024x64x1024:rr:bf16"
 SHAPE_FORMAT = "[Bx]MxNxK:LAYOUT:DTYPE"

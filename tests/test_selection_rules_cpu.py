@@ -152,6 +152,8 @@ RULES_49 = [
     # 0.86x against 0.78x)
     (160, 4096, 14336, "rc", torch.bfloat16, None, "sm90_bf16_rc_128x192x64_c2x1_coop_splitk_swapab"),
     (176, 4096, 4096, "rr", torch.float16, None, "sm90_f16_rr_128x192x64_c2x1_coop_splitk_swapab"),
+    # ... ahead of the fill tile 128x80 c2x1 (136 x 5120 x 5120 rc: 0.86x against its 0.57x)
+    (136, 5120, 5120, "rc", torch.bfloat16, None, "sm90_bf16_rc_128x192x64_c2x1_coop_splitk_swapab"),
 ]
 
 
