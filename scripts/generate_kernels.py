@@ -418,10 +418,11 @@ def all_kernels():
                               swap_ab=True))
     # ... and with K split in parallel: x @ W.T and dx (rc, rr) over 129-192 tokens against a weight of up to
     # ~8192 rows, whose 128-row tiles compute two tile rows (256, a quarter to nearly half of them padding) and
-    # whose 192-row tiles of D^T are too few for the SMs (4096 rows: 32 tiles) without a split. H200, session 48,
-    # x torch.matmul over 144-208 tokens, what ran then: 4096 x 14336 rc 128x64 c1x2 0.62-0.82x, split-K 128x256
-    # 0.85-1.01x; 4096 x 4096 rr 128x64 0.57-0.71x, split-K 128x256 0.81-0.90x (CutlassSm90Gemm::priority,
-    # kSplitKFewRowsTransposed, says where it goes first and what it ran in session 49).
+    # whose 192-row tiles of D^T are too few for the SMs (4096 rows: 32 tiles) without a split. H200, session 49,
+    # x torch.matmul over 136-192 tokens, auto with it / the measured table's pick before it: 4096 x 14336 rc
+    # 0.98-1.08 / 0.59-0.81 (128x64 c1x2), 4096 x 4096 rr 0.82-1.01 / 0.56-0.71 (128x64), 8192 x 8192 rc 0.86-1.00
+    # / 0.68-0.88 (128x128 c1x2); 55 problems of 11 layer shapes 0.945 / 0.727, fp16 0.948 / 0.723
+    # (CutlassSm90Gemm::priority, kSplitKFewRowsTransposed, says where it goes first).
     for dtype, la_lb in itertools.product(["bf16", "f16"], ["rr", "rc"]):
         kernels.append(Kernel("sm90", dtype, la_lb[0], la_lb[1], (128, 192, 64), (2, 1), "coop", "splitk",
                               swap_ab=True))
