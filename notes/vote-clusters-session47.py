@@ -86,12 +86,14 @@ def judge_random(rows, **variant):
     return regrets
 
 
-def judge_loo(full, **variant):
+def judge_loo(full, aligned_16bit=True, **variant):
+    """Each point of the table's 16-bit aligned classes (aligned_16bit False: of every other class) judged from the
+    others: its pick's time over the fastest's in the sweep."""
     regrets = []
     for cls, points in classes.items():
         words = cls.split()
         precision, layout = PRECISION[' '.join(words[:2])], words[2][0] + words[3][0]
-        if precision not in ('bf16', 'fp16') or words[-1] != 'aligned':
+        if (precision in ('bf16', 'fp16') and words[-1] == 'aligned') != aligned_16bit:
             continue
         for i, q in enumerate(points):
             ms = full.get((precision, layout, q['m'], q['n'], q['k'], q['b']))
