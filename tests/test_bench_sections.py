@@ -134,7 +134,7 @@ def test_without_a_gpu_it_says_so_shows_the_plan_and_exits_2(monkeypatch, capsys
     out, err = capsys.readouterr()
     assert "no CUDA device" in err and "Nothing was timed" in err
     lines = [line for line in out.splitlines() if line.startswith("  ")]
-    assert len(lines) == 3 * 5 + 14  # every workload and precision, and the shapes users bring
+    assert len(lines) == 3 * 5 + 16  # every workload and precision, and the shapes users bring
     assert "Sections accuracy, host, call-time, model need a GPU." in out
     assert all("cannot plan" not in line for line in lines), out
     assert any("large K" in line and "256x256x524288" in line and "fp16" in line for line in lines)
