@@ -73,12 +73,17 @@ def gm(v):
     return math.exp(sum(map(math.log, v)) / len(v)) if v else float('nan')
 
 
+def class_and_problem(r):
+    """A timed bf16 row's table class and the problem as choose() takes it."""
+    cls = f"bfloat16 ieee {'row' if r['layout'][0] == 'r' else 'col'} {'row' if r['layout'][1] == 'r' else 'col'} aligned"
+    return cls, dict(m=r['m'], n=r['n'], k=r['k'], b=1, lm=math.log2(r['m']), ln=math.log2(r['n']),
+                     lk=math.log2(r['k']), lb=0.0)
+
+
 def judge_random(rows, **variant):
     regrets = []
     for r in rows:
-        cls = f"bfloat16 ieee {'row' if r['layout'][0] == 'r' else 'col'} {'row' if r['layout'][1] == 'r' else 'col'} aligned"
-        q = dict(m=r['m'], n=r['n'], k=r['k'], b=1, lm=math.log2(r['m']), ln=math.log2(r['n']), lk=math.log2(r['k']),
-                 lb=0.0)
+        cls, q = class_and_problem(r)
         order = choose(classes[cls], q, **variant)
         pick = next((k for k in order if k in r['ms']), None)
         if pick:

@@ -48,16 +48,15 @@ def check_cpp(sets):
             plan = pg.plan(a, b, arch=90)
             if 'registered after' in plan['reason']:
                 continue  # the rules decided (a kernel the table never timed), not the vote
-            if 'fastest measured' in plan['reason']:
-                cpp = plan['kernel']
-            elif ') names ' in plan['reason']:  # a build without the table's kernels: the vote's order, each passed over
+            # a build without the table's kernels names the vote's order, each passed over, and carries no tile fill
+            unbuilt = ') names ' in plan['reason']
+            if unbuilt:
                 cpp = plan['reason'].split(') names ', 1)[1].split(',', 1)[0]
+            elif 'fastest measured' in plan['reason']:
+                cpp = plan['kernel']
             else:
                 continue
-            cls = f"bfloat16 ieee {layout[r['layout'][0]]} {layout[r['layout'][1]]} aligned"
-            q = dict(m=r['m'], n=r['n'], k=r['k'], b=1, lm=vc.math.log2(r['m']), ln=vc.math.log2(r['n']),
-                     lk=vc.math.log2(r['k']), lb=0.0)
-            unbuilt = ') names ' in plan['reason']  # heuristics.cpp carries no tile fill for a kernel not built
+            cls, q = vc.class_and_problem(r)
             order = vc.choose(vc.classes[cls], q, 0.0 if unbuilt else 0.3, True)
             pick = order[0] if unbuilt else next((k for k in order if k in r['ms']), None)
             same, differ = same + (pick == cpp), differ + (pick != cpp)
