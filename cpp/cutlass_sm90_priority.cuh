@@ -218,12 +218,22 @@ class Sm90Priority {
   // name: where this rule puts it first (55 problems) 0.940x torch.matmul against 0.832x for the fastest other
   // kernel (faster than it at all 55, by 1.04-1.24x); with shorter K or slices it was behind (K = 2048: 0.63-0.74x
   // against 0.70-0.97x; 1024 x 4096 rc, slices of 512: 0.78-0.82x against 0.83-0.88x).
+  // Over kOneTileRowMin + 1 .. 128 rows (one 128-row tile row of D) it is first only where that tile row's
+  // 128x64 tiles leave half the SMs idle (N <= 4224 on 132 SMs) and K >= kOneTileRowMinK. H200, session 50, 128
+  // rows, bf16 / fp16 x torch.matmul: 128 x 4096 x 14336 rc 0.97 / 0.96 against auto's 128x64 c1x4 0.90 / 0.90,
+  // 4096 x 11008 rc 0.97 / 0.96 against 0.96 / 0.94, 2048 x 8192 rc 0.90 / 0.87 against 0.76 / 0.71; behind
+  // with K = 4096 (128 x 4096 x 4096 rc 0.85 against 1.01) or N = 8192 (128 x 8192 x 8192 rc 0.86 against 1.01).
   static constexpr bool kSplitKFewRowsTransposed = kSplitK && kTransposed && kTileN == 192;
   static constexpr int64_t kFewRowsMin = 128, kFewRowsMinK = 4096, kFewRowsMinSlice = 1024;
+  static constexpr int64_t kOneTileRowMin = 96, kOneTileRowMinK = 8192;
   static constexpr int kSplitKFewRowsTransposedPriority = 107;
   static bool few_rows_long_slices(const GemmProblem& p) {
     const int64_t slices = Gemm::split_k_slices(p);
-    return p.m > kFewRowsMin && p.m <= kTileN && p.k >= kFewRowsMinK && slices > 0 && p.k / slices >= kFewRowsMinSlice;
+    const bool long_slices = slices > 0 && p.k / slices >= kFewRowsMinSlice;
+    if (p.m > kOneTileRowMin && p.m <= kFewRowsMin)
+      return p.k >= kOneTileRowMinK && 2 * sm90_tiles::tiles_of(p, 128, 64) <= sm90_tiles::sm_count_of(p) &&
+             long_slices;
+    return p.m > kFewRowsMin && p.m <= kTileN && p.k >= kFewRowsMinK && long_slices;
   }
   // The any-alignment mainloops (staged: 76, 79 with D by TMA; ahead of the SM80 kernels' 70-75)
   // do not split K, and the SM80 kernels do (serially) where their tiles cannot fill the SMs. H100 sweep of the

@@ -23,8 +23,10 @@ UNALIGNED_SHAPES = [(1000, 3000, 777), (2048, 1001, 2048), (96, 50257, 264), (77
 UNALIGNED_OUTPUT_SHAPES = [(2048, 1001, 2048), (512, 50257, 1024), (127, 77, 264), (8, 1, 520)]
 # Kernels that split K in parallel (SM90, "_splitk") take only problems whose K splits into equal
 # slices for at least half the SMs: long K over few tiles. Ragged tiles, one row, N of one tile, and x @ W.T over
-# 129-192 tokens (the 192-row tiles of D^T: a ragged last tile of W's rows, the tokens' tile 5/6 full).
-SPLIT_K_SHAPES = [(256, 256, 131072), (127, 264, 65536), (1, 264, 65536), (264, 8, 32768), (160, 2056, 8192)]
+# 129-192 tokens (the 192-row tiles of D^T: a ragged last tile of W's rows, the tokens' tile 5/6 full) and 128
+# tokens (session 50: the same tiles over one 128-row tile row of D, W's rows ragged).
+SPLIT_K_SHAPES = [(256, 256, 131072), (127, 264, 65536), (1, 264, 65536), (264, 8, 32768), (160, 2056, 8192),
+                  (128, 4104, 8192)]
 
 
 def aligned_shape(kernel: dict, m: int, n: int, k: int) -> tuple[int, int, int]:
