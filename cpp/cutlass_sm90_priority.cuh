@@ -11,50 +11,9 @@
 #include "cute/tensor.hpp"
 #include "gemm_problem.h"
 #include "sm90_collectives.cuh"
+#include "sm90_tile_counts.h"
 
 namespace pycutlass_gemm {
-
-// Counting tiles, in tiles of the user's D.
-namespace sm90_tiles {
-
-// The SMs p is planned for (an H100's 132 where the caller gave none).
-inline int64_t sm_count_of(const GemmProblem& p) { return p.sm_count > 0 ? p.sm_count : 132; }
-
-// Output tiles of p in tiles of tile_m x tile_n of the user's D.
-inline int64_t tiles_of(const GemmProblem& p, int64_t tile_m, int64_t tile_n) {
-  return tile_count(p.m, p.n, p.batch, tile_m, tile_n);
-}
-
-// The share of the work the SMs' waves of tile_m x tile_n tiles do that is p's output: 1 for a perfect fit.
-inline double wave_fill(const GemmProblem& p, int64_t tile_m, int64_t tile_n) {
-  return tile_fill(p.m, p.n, p.batch, tile_m, tile_n, sm_count_of(p));
-}
-
-// The waves of SMs `tiles` tiles take, one tile an SM at a time.
-inline int64_t waves_of(const GemmProblem& p, int64_t tiles) { return (tiles + sm_count_of(p) - 1) / sm_count_of(p); }
-
-// Whether `tiles` tiles use fewer than `efficiency` of the slots of the waves of SMs they take.
-inline bool poor_waves(const GemmProblem& p, int64_t tiles, double efficiency) {
-  return tiles < efficiency * static_cast<double>(waves_of(p, tiles) * sm_count_of(p));
-}
-
-// Tiles of tile_m x tile_n (128 x 128 in clusters of 1x2 ...) that p launches: each side rounded up to
-// whole clusters, whose CTAs past the edge idle (7 N tiles in clusters of 1x2 launch 8).
-inline int64_t cluster_tiles_of(const GemmProblem& p, int64_t tile_m, int64_t tile_n, int64_t cluster_m,
-                                int64_t cluster_n) {
-  return tile_count(p.m, p.n, std::max<int64_t>(p.batch, 1), tile_m, tile_n, cluster_m, cluster_n);
-}
-
-// A persistent kernel of 128 x tile_n tiles, its time on p modelled as its waves of SMs times a tile's time,
-// tile_n + kTileOverheadColumns (a tile's fixed cost -- prologue, epilogue, the A half each warpgroup reads --
-// counted in columns). Fitted on session 41's H200 timings of 131 model shapes (bf16; notes/measurements.md):
-// overheads of 48-64 picked the fill tiles' problems best.
-inline constexpr int64_t kTileOverheadColumns = 64;
-inline int64_t modelled_time(const GemmProblem& p, int64_t tile_n, int64_t cluster_m, int64_t cluster_n) {
-  return waves_of(p, cluster_tiles_of(p, 128, tile_n, cluster_m, cluster_n)) * (tile_n + kTileOverheadColumns);
-}
-
-}  // namespace sm90_tiles
 
 // Gemm: a CutlassSm90Gemm, read for its choices (element, tile, cluster, schedules, flags).
 template <class Gemm>
@@ -185,6 +144,47 @@ class Sm90Priority {
   static constexpr bool kWaveFillTransposed = kTileM == 128 && kTileN == 192 && kTransposed &&
                                               !std::is_same_v<Element, float> && !kStreamK && !kSplitK && !kBias;
   static constexpr int kWaveFillTransposedPriority = 103;
+  // Over kTwoTallRowsMin + 1 .. 384 rows of x @ W.T and dx (A row-major: rc, rr; one batch) the 128-row tiles of D
+  // take three tile rows, the last 1-128 rows full, and these tiles two (192 rows each); there they go first, ahead
+  // of the measured table (kAheadOfTablePriority: no table has points between 256 and 512 rows, and its vote ran
+  // 128x128 stream-K or 128x256 tiles), where their tiles use at least kTwoTallRowsWaveUse of their waves' slots
+  // (N = 6144: 96 tiles for 132 SMs; 8192: 128; 14336: 224 in two waves). H200, bf16, every kernel by name beside
+  // torch.matmul (sessions 48-50, notes/measurements.md session 51): where this puts them first (57 timed rows of
+  // 272-384 rows, N 6144-28672) 0.803x torch.matmul against auto's 0.686x then (272 x 8192 x 8192 rr 0.80 against
+  // 0.43, 272 x 14336 x 4096 rc 0.72 against 0.44), never behind it by > 1%, the fastest kernel at 55; with fewer
+  // or poorly waved tiles they were behind (N = 4096: 64 tiles, 0.61-0.74x against 0.73-0.99x; N = 11008: 172
+  // tiles, 0.59 against the 192x192 three-warpgroup tile's 0.84; N = 5632: 88 tiles, 0.69 against 0.71). Run on
+  // new rows (session 51: 264-376 rows over 8 layer shapes, rc and rr, auto with this against the table's pick):
+  // where it fired (31 bf16, 30 fp16 problems) 0.770 / 0.766x against 0.644 / 0.638x, never behind by over 2%.
+  static constexpr int64_t kTwoTallRowsMin = 256;
+  static constexpr double kTwoTallRowsWaveUse = 0.7;
+  static constexpr bool kRowMajorA = std::is_same_v<typename Gemm::UserLayoutA, cutlass::layout::RowMajor>;
+  static bool two_tall_tile_rows(const GemmProblem& p) {
+    return kRowMajorA && p.batch == 1 && p.m > kTwoTallRowsMin && p.m <= 2 * kTileN &&
+           !sm90_tiles::poor_waves(p, Gemm::tiles_of(p), kTwoTallRowsWaveUse);
+  }
+  // 128x64 tiles of D without a cluster are for dx (A and B row-major; one batch) over kOneTileRowMin + 1 .. 128
+  // rows, one tile row, N from kOneRowMinN (as measured; smaller ones are the small tiles'), where its tiles take at
+  // most one wave of SMs and either K is at most kOneRowMaxK or they fill it kOneRowFullWave and K is at most
+  // kOneRowFullWaveMaxK: first there, ahead of the measured table (whose rr points are at 64 and 256 rows; between
+  // them it voted for split-K 128x128 and stream-K 128x128). H200, bf16 / fp16 x torch.matmul, session 50 (128
+  // rows): 128 x 4096 x 4096 0.92 / 0.95 against auto's split-K 128x128 0.85 / 0.86, 8192 x 8192 1.02 / 1.04 against
+  // stream-K's 0.87 / 0.87, 8192 x 2048 and 4096 x 1024 auto's own pick; session 51 (104-128 rows, auto with this
+  // against the table's pick): 4096 x 4096 1.02-1.09 / 1.00-1.11 times as fast, 8192 x 8192 0.98-1.14 / 1.02-1.16.
+  // Longer K went to a split: with half a wave (4096 x 6144: 0.91 against split-K's 0.93; 104 x 4096 x 14336,
+  // session 48: 0.84 against 1.05) and with a full one (session 51, 8192 x 28672: 0.87-0.98 of stream-K's speed);
+  // over more than a wave 128x128 tiles in clusters of 1x2 (11008 x 4096: 0.95 against 1.12).
+  static constexpr bool kOneRowNarrow = sizeof(Element) == 2 && kPlainPersistent && kTileM == 128 && kTileN == 64 &&
+                                        kClusterM * kClusterN == 1 && kRowMajorA &&
+                                        std::is_same_v<typename Gemm::UserLayoutB, cutlass::layout::RowMajor>;
+  static constexpr double kOneRowFullWave = 0.9;
+  static constexpr int64_t kOneRowMaxK = 4096, kOneRowFullWaveMaxK = 8192, kOneRowMinN = 4096;
+  static bool one_tile_row_one_wave(const GemmProblem& p) {
+    const int64_t tiles = Gemm::tiles_of(p), sms = sm90_tiles::sm_count_of(p);
+    const bool full_wave = static_cast<double>(tiles) >= kOneRowFullWave * static_cast<double>(sms);
+    return p.batch == 1 && p.m > kOneTileRowMin && p.m <= kTileM && p.n >= kOneRowMinN && tiles <= sms &&
+           p.k <= (full_wave ? kOneRowFullWaveMaxK : kOneRowMaxK);
+  }
   // Split-K in parallel is for long K over few tiles (it runs only where K splits into at least
   // half as many equal slices as the SMs need: split_k_slices): at its registered priority (95,
   // ahead of stream-K; the 128x256 tile 96) where the tiles fill at most a quarter of the SMs
@@ -388,10 +388,12 @@ class Sm90Priority {
     if (kBias && !has_bias_row(p)) return kWithoutBiasPriority;
     if constexpr (kWaveFill)
       return fills_waves(p, kWaveFillGain * wave_fill(p, 128, 256)) ? kWaveFillPriority : kNotWaveFillPriority;
-    if constexpr (kWaveFillTransposed)
+    if constexpr (kWaveFillTransposed) {
+      if (two_tall_tile_rows(p)) return kAheadOfTablePriority;
       return fills_waves(p, kWaveFillGain * std::max(wave_fill(p, 128, 256), wave_fill(p, 128, 192)))
                  ? kWaveFillTransposedPriority
                  : kNotWaveFillPriority;
+    }
     if constexpr (kWideStreamK)
       return p.k >= kWideStreamKMinK && splits_last_wave(p) &&
                      wave_fill(p, 128, 192) < kWaveFillGain * wave_fill(p, 128, 256)
@@ -409,6 +411,8 @@ class Sm90Priority {
         if (short_k_few_tiles(p, kShortKFewTilesTf32)) return kOneWavePairPriority;
       return kFewTilesNarrow && short_k_few_tiles(p, kShortKFewTiles) ? few_tiles_priority() : kNotOneWavePairPriority;
     }
+    if constexpr (kOneRowNarrow)
+      if (one_tile_row_one_wave(p)) return kAheadOfTablePriority;
     if (kNarrowN && p.n > kTileN)
       return kFewTilesNarrow && short_k_few_tiles(p, kShortKFewTiles) ? few_tiles_priority() : kNotNarrowPriority;
     const int base = kNarrowN ? kNarrowPriority : registered;

@@ -90,6 +90,10 @@ struct KernelInfo {
   int cluster_m = 1, cluster_n = 1;
 };
 
+// A priority of at least this is a rule measured where a measured table's vote between its points picks worse:
+// there plan() runs the rules' choice ahead of the table's (at the table's own points the table decides).
+constexpr int kAheadOfTablePriority = 120;
+
 class GemmKernel {
  public:
   virtual ~GemmKernel() = default;

@@ -258,7 +258,7 @@ std::optional<MeasuredChoice> measured_choice(const GemmProblem& p) {
                                               : ")";
         return MeasuredChoice{kernel,
                               "fastest measured: " + where + how + (passed_over.empty() ? "" : "; passed over " + passed_over),
-                              t.registered_after};
+                              t.registered_after, nearest > 0.0};
       }
       passed_over += (passed_over.empty() ? "" : "; ") + why_not;
     }

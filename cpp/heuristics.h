@@ -64,6 +64,9 @@ struct MeasuredChoice {
   // The kernels built here that the table's sweep could not time (registered since; MeasuredTable::registered):
   // plan() judges them by the rules. nullptr: none, or the table does not record what was built.
   std::shared_ptr<const std::unordered_set<std::string>> registered_after;
+  // The table measured no point at p: its kernel is the vote of the points near it, which a rule ranking a
+  // kernel at kAheadOfTablePriority (gemm_problem.h) overrides.
+  bool between_points = false;
 };
 // The choice of the first table that covers p's device and class with a point within kMaxOctaves, or nothing.
 std::optional<MeasuredChoice> measured_choice(const GemmProblem& p);

@@ -88,15 +88,19 @@ Plan plan(const GemmProblem& p) {
   if (measured && measured->kernel != nullptr) {
     // A table knows only the kernels built when it was swept. A kernel registered since (session 41's fill
     // tiles and 2x1 pairs, against the H100's table) is judged by the rules: where they put it first it runs,
-    // elsewhere the table decides.
-    if (measured->registered_after) {
+    // elsewhere the table decides. Between the table's points a rule ranking its kernel at kAheadOfTablePriority
+    // runs it too: it was measured where the vote picks worse (cutlass_sm90_priority.cuh says where).
+    if (measured->registered_after || measured->between_points) {
       const Plan ruled = ruled_plan(p, note, untuned_key);
-      if (ruled.kernel != nullptr && ruled.kernel != measured->kernel &&
-          measured->registered_after->count(ruled.kernel->info().name))
-        return {ruled.kernel,
-                "registered after the measured table was swept (the table's pick: " + measured->kernel->info().name +
-                    "): " + ruled.reason,
-                untuned_key};
+      const std::string& table_pick = measured->kernel->info().name;
+      if (ruled.kernel != nullptr && ruled.kernel != measured->kernel) {
+        if (measured->registered_after && measured->registered_after->count(ruled.kernel->info().name))
+          return {ruled.kernel, "registered after the measured table was swept (the table's pick: " + table_pick +
+                                    "): " + ruled.reason, untuned_key};
+        if (measured->between_points && ruled.kernel->priority(p) >= kAheadOfTablePriority)
+          return {ruled.kernel, "a rule ahead of the measured table between its points (the table's pick: " +
+                                    table_pick + "): " + ruled.reason, untuned_key};
+      }
     }
     return {measured->kernel, note + measured->reason, untuned_key};
   }

@@ -9,9 +9,10 @@ instead: tokens T log-uniform over 16-1024 (multiples of 8), (d_out, d_in) from 
 x d_in), dx = dy @ W (rr, T x d_in x d_out), dW = dy.T @ x (cr, d_out x d_in x T); "tokens" a grid instead: T = 128,
 144, ..., 512 over (d_out, d_in) = 4096 x 4096, 4096 x 14336, 14336 x 4096, y and dx (a kernel's time as its last tile
 row fills: session 48 saw 128x64 c1x2 run 192 rows 1.3-1.45x slower than 256 on the same tiles); "band" (session 49)
-T = 136..208 over BAND_DIMS, y and dx (the 192-row split-K tiles of D^T); "band-wide" 224..384 over the first six; "band-128" (session 50) 128 tokens over the first seven. Each row's errs: every timed kernel's
+T = 136..208 over BAND_DIMS, y and dx (the 192-row split-K tiles of D^T); "band-wide" 224..384 over the first six; "band-128" (session 50) 128 tokens over the first seven;
+"tall" and "dx-128" (session 51) 264-376 tokens over TALL_DIMS and dx over 104-128 tokens. Each row's errs: every timed kernel's
 error against float64 (kernels new to a build are timed here before any table knows them).
-    python3 notes/random-shapes-session47.py OUT.jsonl [COUNT_RC COUNT_RR COUNT_CR [SEED [auto | model | tokens | band [auto]]]]"""
+    python3 notes/random-shapes-session47.py OUT.jsonl [COUNT_RC COUNT_RR COUNT_CR [SEED [auto | model | tokens | band | ... [auto]]]]"""
 import json, math, os, random, re, statistics, sys
 import torch
 import pycutlass_gemm as pg
@@ -39,6 +40,8 @@ def runs(name, a, b, o):
 
 BAND_DIMS = [(4096, 4096), (4096, 14336), (4096, 11008), (2048, 8192), (6144, 4096), (8192, 8192), (1024, 4096),
              (5120, 5120), (2048, 2048)]
+TALL_DIMS = [(6144, 4096), (8192, 8192), (14336, 4096), (4096, 14336), (28672, 8192), (8192, 28672), (11008, 4096),
+             (4096, 11008)]
 layer = lambda layout, t, d_out, d_in: (t, d_out, d_in) if layout == "rc" else (t, d_in, d_out)  # noqa: E731
 grids = {"tokens": [(layout, layer(layout, t, d_out, d_in)) for layout in ("rc", "rr")
                     for d_out, d_in in ((4096, 4096), (4096, 14336), (14336, 4096)) for t in range(128, 513, 16)],
@@ -47,7 +50,13 @@ grids = {"tokens": [(layout, layer(layout, t, d_out, d_in)) for layout in ("rc",
          "band-wide": [(layout, layer(layout, t, d_out, d_in)) for d_out, d_in in BAND_DIMS[:6] for layout in ("rc", "rr")
                        for t in (224, 272, 320, 384)],
          # session 50: the 128-row problems of issue 10 (x @ W.T and dx at 128 tokens), every kernel by name
-         "band-128": [(layout, layer(layout, 128, d_out, d_in)) for d_out, d_in in BAND_DIMS[:7] for layout in ("rc", "rr")]}
+         "band-128": [(layout, layer(layout, 128, d_out, d_in)) for d_out, d_in in BAND_DIMS[:7] for layout in ("rc", "rr")],
+         # session 51: the two rules ahead of the table, off the rows they were read from (with "auto": auto, the
+         # table's pick and torch.matmul): 128x192 tiles of D^T over 257-384 rows, and dx's 128x64 over 97-128
+         "tall": [(layout, layer(layout, t, d_out, d_in)) for d_out, d_in in TALL_DIMS for layout in ("rc", "rr")
+                  for t in (264, 296, 344, 376)],
+         "dx-128": [("rr", layer("rr", t, d_out, d_in)) for d_out, d_in in BAND_DIMS[:7] + TALL_DIMS[4:6]
+                    for t in (104, 120, 128)]}
 todo = grids.get(sys.argv[6] if len(sys.argv) > 6 else "", [(layout, None) for layout, count in
                                                              zip(("rc", "rr", "cr"), counts) for _ in range(count)])
 out = open(sys.argv[1], "w")

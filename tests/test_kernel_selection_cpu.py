@@ -164,6 +164,25 @@ def test_a_kernel_registered_after_the_table_runs_where_the_rules_put_it_first(t
     assert pg.plan(c, d, arch=90)["kernel"] == "fallback"
 
 
+def test_a_rule_ahead_of_the_table_runs_between_its_points_only(tables):
+    """A rule ranking its kernel at 120 (kAheadOfTablePriority) runs it ahead of the table's vote between the table's
+    points (session 51: 128x192 tiles of D^T over 257-384 rows, where the H100 table's vote ran 128x128 stream-K);
+    at a measured point the table decides."""
+    tall = "sm90_bf16_rc_128x192x64_c2x1_coop_persistent_swapab"
+    a, b = meta(272, 8192), meta(8192, 8192, "col")
+    if rules_choice(a, b) != tall:
+        pytest.skip("the 128x192 tiles of D^T are not in this build")
+    tables([fake_table([(256, 8192, 8192, 1, "fallback")])])
+    plan = pg.plan(a, b, arch=90)
+    assert plan["kernel"] == tall
+    assert "a rule ahead of the measured table between its points (the table's pick: fallback)" in plan["reason"]
+    tables([fake_table([(272, 8192, 8192, 1, "fallback")])])  # the problem is a measured point
+    assert pg.plan(a, b, arch=90)["kernel"] == "fallback"
+    # where the rule does not put it first (N = 4096: 64 tiles for 132 SMs), the vote decides
+    tables([fake_table([(256, 4096, 8192, 1, "fallback")])])
+    assert pg.plan(a, meta(8192, 4096, "col"), arch=90)["kernel"] == "fallback"
+
+
 def test_unaligned_operands_are_their_own_class():
     a = torch.empty(777, 1001, device="meta", dtype=torch.bfloat16)
     b = torch.empty(1001, 300, device="meta", dtype=torch.bfloat16)

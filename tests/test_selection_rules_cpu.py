@@ -166,9 +166,23 @@ RULES_50 = [
 ]
 
 
+RULES_51 = [
+    # x @ W.T and dx over 257-384 rows: 128x192 tiles of D^T (two tile rows of 192) where they use >= 70% of their
+    # waves' slots (H200, session 51's reading of sessions 48-50: 272 x 8192 x 8192 rr bf16 0.80x torch.matmul against
+    # auto's stream-K 0.43x; 272 x 14336 x 4096 rc 0.72x against 0.44x; 320 x 6144 x 4096 rc 96 tiles)
+    (272, 8192, 8192, "rr", torch.bfloat16, None, "sm90_bf16_rr_128x192x64_c2x1_coop_persistent_swapab"),
+    (272, 14336, 4096, "rc", torch.bfloat16, None, "sm90_bf16_rc_128x192x64_c2x1_coop_persistent_swapab"),
+    (384, 6144, 4096, "rc", torch.float16, None, "sm90_f16_rc_128x192x64_c2x1_coop_persistent_swapab"),
+    # dx over 97-128 rows: 128x64 tiles without a cluster in one wave, full or with K <= 4096 (session 50's 128 rows:
+    # 128 x 8192 x 8192 rr 1.02x against stream-K's 0.87x; 128 x 4096 x 4096 0.92x against split-K's 0.85x)
+    (128, 8192, 8192, "rr", torch.bfloat16, None, "sm90_bf16_rr_128x64x64_c1x1_coop_persistent"),
+    (112, 4096, 4096, "rr", torch.float16, None, "sm90_f16_rr_128x64x64_c1x1_coop_persistent"),
+]
+
+
 RULES = [("39", *r) for r in RULES_39] + [("40", *r) for r in RULES_40] + [("41", *r) for r in RULES_41] + \
     [("45", *r) for r in RULES_45] + [("46", *r) for r in RULES_46] + [("48", *r) for r in RULES_48] + \
-    [("49", *r) for r in RULES_49] + [("50", *r) for r in RULES_50]
+    [("49", *r) for r in RULES_49] + [("50", *r) for r in RULES_50] + [("51", *r) for r in RULES_51]
 
 
 @pytest.mark.parametrize("session, m, n, k, layouts, dtype, precision, kernel", RULES,
@@ -241,3 +255,26 @@ def test_the_few_rows_split_tile_of_d_t_stays_in_its_band():
     if any(t["device"] == "NVIDIA H100 80GB HBM3" for t in heuristics.load_tables()):
         assert plan["kernel"] == "sm90_bf16_rc_128x192x64_c2x1_coop_splitk_swapab"
         assert "the table's pick: sm90_" in plan["reason"]
+
+
+def test_the_session_51_rules_stay_in_their_bands():
+    """128x192 tiles of D^T go first over 257-384 rows (rc, rr) only where they use >= 70% of their waves' slots: not
+    for N = 4096 (64 tiles), 11008 (172: two waves, the second 30% full; the 192x192 tile ran 0.84x torch.matmul
+    there, these 0.59x) or 5632 (88), nor over 256 or 385 rows, weight gradients (cr) or batches. 128x64 tiles
+    without a cluster go first for dx over 97-128 rows only within one wave with N >= 4096 and K <= 4096 or the wave
+    >= 90% full and K <= 8192: not 4096 x 6144 (half a wave; split-K 128x64 c1x2 ran 1.03x), 8192 x 28672 (a full
+    wave, long K: stream-K 128x128 1.05-1.08x against 0.91-1.05x), 11008 x 4096 (172 tiles: 128x128 c1x2 1.12x), or
+    96 rows."""
+    names = {x["name"] for x in pg.kernels()}
+    tall = {f"sm90_{d}_{lay}_128x192x64_c2x1_coop_persistent_swapab" for d in ("bf16", "f16") for lay in ("rr", "rc", "cr")}
+    if not tall & names:
+        pytest.skip("the 128x192 tiles of D^T are not in this build")
+    for m, n, k, layouts in ((272, 4096, 4096, "rc"), (320, 11008, 4096, "rr"), (272, 5632, 2048, "rc"),
+                             (256, 8192, 8192, "rr"), (385, 8192, 8192, "rc"), (320, 8192, 8192, "cr")):
+        assert rules_choice(*meta_operands(m, n, k, layouts)) not in tall, (m, n, k, layouts)
+    batched = torch.empty(2, 272, 8192, device="meta", dtype=torch.bfloat16)
+    assert rules_choice(batched, torch.empty(2, 8192, 8192, device="meta", dtype=torch.bfloat16)) not in tall
+    narrow = {f"sm90_{d}_rr_128x64x64_c1x1_coop_persistent" for d in ("bf16", "f16")}
+    for m, n, k, layouts in ((128, 4096, 6144, "rr"), (128, 8192, 28672, "rr"), (128, 11008, 4096, "rr"),
+                             (96, 8192, 8192, "rr")):
+        assert rules_choice(*meta_operands(m, n, k, layouts)) not in narrow, (m, n, k, layouts)
