@@ -223,17 +223,31 @@ class Sm90Priority {
   // rows, bf16 / fp16 x torch.matmul: 128 x 4096 x 14336 rc 0.97 / 0.96 against auto's 128x64 c1x4 0.90 / 0.90,
   // 4096 x 11008 rc 0.97 / 0.96 against 0.96 / 0.94, 2048 x 8192 rc 0.90 / 0.87 against 0.76 / 0.71; behind
   // with K = 4096 (128 x 4096 x 4096 rc 0.85 against 1.01) or N = 8192 (128 x 8192 x 8192 rc 0.86 against 1.01).
+  // Over 2 * kFewRowsMin + 1 .. 384 rows (two of its tile columns; 128-row tiles of D take three tile rows) it goes
+  // first ahead of the measured table (kAheadOfTablePriority: the table's vote there ran 128x128 c1x2 and split-K
+  // 128x256) for K >= kTwoColumnsMinK in slices of at least kFewRowsMinSlice; it splits at all only where its tiles
+  // fill at most half the SMs (a weight of N <= 4224 on 132). H200, session 49 (band-wide, every kernel by name,
+  // bf16, rc): 272-384 x 4096 x 14336 0.77-1.02x torch.matmul against the fastest other kernel's 0.67-0.94x (1.06-
+  // 1.15x as fast), 4096 x 11008 0.80-0.96 against 0.75-0.93 (1.03-1.13x), 2048 x 8192 0.80-0.88 against 0.77-0.88
+  // (0.99-1.04x). Session 51, 264-376 rows (off those), rc and rr, N = 4096 (K 11008, 14336) and 2048 (K 8192), 24
+  // problems: bf16 0.821x torch.matmul against the table's picks' 0.742x (fp16 0.819 against 0.738), the fastest
+  // kernel at 19 (all kernels by name, bf16), never behind another by more than 7% (296 x 4096 x 11008 rr).
   static constexpr bool kSplitKFewRowsTransposed = kSplitK && kTransposed && kTileN == 192;
   static constexpr int64_t kFewRowsMin = 128, kFewRowsMinK = 4096, kFewRowsMinSlice = 1024;
-  static constexpr int64_t kOneTileRowMin = 96, kOneTileRowMinK = 8192;
+  static constexpr int64_t kOneTileRowMin = 96, kOneTileRowMinK = 8192, kTwoColumnsMinK = 8192;
   static constexpr int kSplitKFewRowsTransposedPriority = 107;
-  static bool few_rows_long_slices(const GemmProblem& p) {
+  static bool splits_in_long_slices(const GemmProblem& p) {
     const int64_t slices = Gemm::split_k_slices(p);
-    const bool long_slices = slices > 0 && p.k / slices >= kFewRowsMinSlice;
+    return slices > 0 && p.k / slices >= kFewRowsMinSlice;
+  }
+  static bool few_rows_long_slices(const GemmProblem& p) {
     if (p.m > kOneTileRowMin && p.m <= kFewRowsMin)
       return p.k >= kOneTileRowMinK && 2 * sm90_tiles::tiles_of(p, 128, 64) <= sm90_tiles::sm_count_of(p) &&
-             long_slices;
-    return p.m > kFewRowsMin && p.m <= kTileN && p.k >= kFewRowsMinK && long_slices;
+             splits_in_long_slices(p);
+    return p.m > kFewRowsMin && p.m <= kTileN && p.k >= kFewRowsMinK && splits_in_long_slices(p);
+  }
+  static bool two_tile_columns_long_slices(const GemmProblem& p) {
+    return p.m > 2 * kFewRowsMin && p.m <= 2 * kTileN && p.k >= kTwoColumnsMinK && splits_in_long_slices(p);
   }
   // The any-alignment mainloops (staged: 76, 79 with D by TMA; ahead of the SM80 kernels' 70-75)
   // do not split K, and the SM80 kernels do (serially) where their tiles cannot fill the SMs. H100 sweep of the
@@ -376,8 +390,10 @@ class Sm90Priority {
                      own_wave_fill(p) >= std::max(wave_fill(p, 128, 192), wave_fill(p, 192, 128))
                  ? kThreeWarpgroupsPriority
                  : kNotWaveFillPriority;
-    if constexpr (kSplitKFewRowsTransposed)
+    if constexpr (kSplitKFewRowsTransposed) {
+      if (two_tile_columns_long_slices(p)) return kAheadOfTablePriority;
       return few_rows_long_slices(p) ? kSplitKFewRowsTransposedPriority : kNotLongKPriority;
+    }
     if constexpr (kSplitK && !kSmallM) {
       const bool long_k = Gemm::tiles_of(p) * 4 <= p.sm_count && (kTileN <= 128 || (kTransposed ? p.m : p.n) > 128);
       if constexpr (kLongKRowCol)

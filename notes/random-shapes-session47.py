@@ -10,7 +10,8 @@ x d_in), dx = dy @ W (rr, T x d_in x d_out), dW = dy.T @ x (cr, d_out x d_in x T
 144, ..., 512 over (d_out, d_in) = 4096 x 4096, 4096 x 14336, 14336 x 4096, y and dx (a kernel's time as its last tile
 row fills: session 48 saw 128x64 c1x2 run 192 rows 1.3-1.45x slower than 256 on the same tiles); "band" (session 49)
 T = 136..208 over BAND_DIMS, y and dx (the 192-row split-K tiles of D^T); "band-wide" 224..384 over the first six; "band-128" (session 50) 128 tokens over the first seven;
-"tall" and "dx-128" (session 51) 264-376 tokens over TALL_DIMS and dx over 104-128 tokens. Each row's errs: every timed kernel's
+"tall" and "dx-128" (session 51) 264-376 tokens over TALL_DIMS and dx over 104-128 tokens; "tall-split" 264-376 tokens
+with long K and N <= 4096. Each row's errs: every timed kernel's
 error against float64 (kernels new to a build are timed here before any table knows them).
     python3 notes/random-shapes-session47.py OUT.jsonl [COUNT_RC COUNT_RR COUNT_CR [SEED [auto | model | tokens | band | ... [auto]]]]"""
 import json, math, os, random, re, statistics, sys
@@ -56,7 +57,11 @@ grids = {"tokens": [(layout, layer(layout, t, d_out, d_in)) for layout in ("rc",
          "tall": [(layout, layer(layout, t, d_out, d_in)) for d_out, d_in in TALL_DIMS for layout in ("rc", "rr")
                   for t in (264, 296, 344, 376)],
          "dx-128": [("rr", layer("rr", t, d_out, d_in)) for d_out, d_in in BAND_DIMS[:7] + TALL_DIMS[4:6]
-                    for t in (104, 120, 128)]}
+                    for t in (104, 120, 128)],
+         # the split 128x192 tiles of D^T over 257-384 rows with long K, every kernel by name
+         "tall-split": [(layout, layer(layout, t, d_out, d_in)) for layout, dims in
+                        (("rc", ((4096, 14336), (4096, 11008), (2048, 8192))), ("rr", ((14336, 4096), (11008, 4096), (8192, 2048))))
+                        for d_out, d_in in dims for t in (264, 296, 344, 376)]}
 todo = grids.get(sys.argv[6] if len(sys.argv) > 6 else "", [(layout, None) for layout, count in
                                                              zip(("rc", "rr", "cr"), counts) for _ in range(count)])
 out = open(sys.argv[1], "w")

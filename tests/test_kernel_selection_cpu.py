@@ -178,9 +178,9 @@ def test_a_rule_ahead_of_the_table_runs_between_its_points_only(tables):
     assert "a rule ahead of the measured table between its points (the table's pick: fallback)" in plan["reason"]
     tables([fake_table([(272, 8192, 8192, 1, "fallback")])])  # the problem is a measured point
     assert pg.plan(a, b, arch=90)["kernel"] == "fallback"
-    # where the rule does not put it first (N = 4096: 64 tiles for 132 SMs), the vote decides
-    tables([fake_table([(256, 4096, 8192, 1, "fallback")])])
-    assert pg.plan(a, meta(8192, 4096, "col"), arch=90)["kernel"] == "fallback"
+    # where no rule ranks 120 (N = 4096: 64 of these tiles for 132 SMs; K = 4096, too short to split), the vote decides
+    tables([fake_table([(256, 4096, 4096, 1, "fallback")])])
+    assert pg.plan(meta(272, 4096), meta(4096, 4096, "col"), arch=90)["kernel"] == "fallback"
 
 
 def test_unaligned_operands_are_their_own_class():

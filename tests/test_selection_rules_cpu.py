@@ -177,6 +177,11 @@ RULES_51 = [
     # 128 x 8192 x 8192 rr 1.02x against stream-K's 0.87x; 128 x 4096 x 4096 0.92x against split-K's 0.85x)
     (128, 8192, 8192, "rr", torch.bfloat16, None, "sm90_bf16_rr_128x64x64_c1x1_coop_persistent"),
     (112, 4096, 4096, "rr", torch.float16, None, "sm90_f16_rr_128x64x64_c1x1_coop_persistent"),
+    # x @ W.T and dx over 257-384 rows with K >= 8192 where 128x192 tiles of D^T split K (N <= 4224): split-K there
+    # (session 49's band-wide rc rows: 272 x 4096 x 14336 0.77x torch.matmul against 128x128 c1x2's 0.67x)
+    (272, 4096, 14336, "rc", torch.bfloat16, None, "sm90_bf16_rc_128x192x64_c2x1_coop_splitk_swapab"),
+    (344, 4096, 11008, "rr", torch.float16, None, "sm90_f16_rr_128x192x64_c2x1_coop_splitk_swapab"),
+    (384, 2048, 8192, "rc", torch.bfloat16, None, "sm90_bf16_rc_128x192x64_c2x1_coop_splitk_swapab"),
 ]
 
 
@@ -264,7 +269,7 @@ def test_the_session_51_rules_stay_in_their_bands():
     without a cluster go first for dx over 97-128 rows only within one wave with N >= 4096 and K <= 4096 or the wave
     >= 90% full and K <= 8192: not 4096 x 6144 (half a wave; split-K 128x64 c1x2 ran 1.03x), 8192 x 28672 (a full
     wave, long K: stream-K 128x128 1.05-1.08x against 0.91-1.05x), 11008 x 4096 (172 tiles: 128x128 c1x2 1.12x), or
-    96 rows."""
+    96 rows. Split-K 128x192 tiles of D^T go first over 257-384 rows only for K >= 8192 where they split (N <= 4224)."""
     names = {x["name"] for x in pg.kernels()}
     tall = {f"sm90_{d}_{lay}_128x192x64_c2x1_coop_persistent_swapab" for d in ("bf16", "f16") for lay in ("rr", "rc", "cr")}
     if not tall & names:
@@ -278,3 +283,8 @@ def test_the_session_51_rules_stay_in_their_bands():
     for m, n, k, layouts in ((128, 4096, 6144, "rr"), (128, 8192, 28672, "rr"), (128, 11008, 4096, "rr"),
                              (96, 8192, 8192, "rr")):
         assert rules_choice(*meta_operands(m, n, k, layouts)) not in narrow, (m, n, k, layouts)
+    split = {f"sm90_{d}_{lay}_128x192x64_c2x1_coop_splitk_swapab" for d in ("bf16", "f16") for lay in ("rr", "rc")}
+    # two tile columns of D^T split only for K >= 8192 and N <= 4224 (a split for at least half the SMs), over 257-384
+    for m, n, k, layouts in ((272, 4096, 4096, "rc"), (272, 6144, 14336, "rc"), (256, 4096, 14336, "rc"),
+                             (385, 4096, 14336, "rr")):
+        assert rules_choice(*meta_operands(m, n, k, layouts)) not in split, (m, n, k, layouts)
