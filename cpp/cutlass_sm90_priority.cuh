@@ -1,7 +1,8 @@
 // How an SM90 CUTLASS kernel ranks itself for a problem (GemmKernel::priority): the rules and the
 // measurements behind them. Auto dispatch (registry.cpp) tries the kernels that can run a problem in
 // decreasing priority wherever no measured table decides. Host code only; CutlassSm90Gemm
-// (cutlass_sm90_gemm.cuh) asks Sm90Priority<itself>::of with its registered priority.
+// (cutlass_sm90_gemm.cuh) asks Sm90Priority<itself>::of with its registered priority. One class past 400 lines:
+// its rules rank kernels against each other, so they read together; most lines are the measurements behind them.
 #pragma once
 
 #include <algorithm>
