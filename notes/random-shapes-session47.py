@@ -11,7 +11,8 @@ x d_in), dx = dy @ W (rr, T x d_in x d_out), dW = dy.T @ x (cr, d_out x d_in x T
 row fills: session 48 saw 128x64 c1x2 run 192 rows 1.3-1.45x slower than 256 on the same tiles); "band" (session 49)
 T = 136..208 over BAND_DIMS, y and dx (the 192-row split-K tiles of D^T); "band-wide" 224..384 over the first six; "band-128" (session 50) 128 tokens over the first seven;
 "tall" and "dx-128" (session 51) 264-376 tokens over TALL_DIMS and dx over 104-128 tokens; "tall-split" 264-376 tokens
-with long K and N <= 4096. Each row's errs: every timed kernel's
+with long K and N <= 4096; "m64-128" (session 52) 64, 96 and 128 tokens over the first seven. KERNELS=regex times only
+the kernels it matches by name (auto and the table's pick always). Each row's errs: every timed kernel's
 error against float64 (kernels new to a build are timed here before any table knows them).
     python3 notes/random-shapes-session47.py OUT.jsonl [COUNT_RC COUNT_RR COUNT_CR [SEED [auto | model | tokens | band | ... [auto]]]]"""
 import json, math, os, random, re, statistics, sys
@@ -28,7 +29,8 @@ MODEL_DIMS = [(4096, 4096), (14336, 4096), (4096, 14336), (11008, 4096), (4096, 
               (8192, 8192), (28672, 8192), (8192, 28672), (2048, 2048), (5632, 2048), (2048, 5632)]
 settings = bt.Settings(budget_s=0.02, min_runs=5, max_runs=9, warmup_s=0.01, flush_mib=1024)
 flush = bt.flush_buffer(settings)
-names = [k["name"] for k in pg.kernels() if k["name"] not in ("naive", "fallback") and not k["name"].startswith("simt")]
+names = [k["name"] for k in pg.kernels() if k["name"] not in ("naive", "fallback") and not k["name"].startswith("simt")
+         and re.search(os.environ.get("KERNELS", ""), k["name"])]  # KERNELS=regex: time only those by name
 size = lambda lo, hi: 8 * max(1, round(math.exp(rng.uniform(math.log(lo), math.log(hi))) / 8))  # noqa: E731
 
 
@@ -61,7 +63,10 @@ grids = {"tokens": [(layout, layer(layout, t, d_out, d_in)) for layout in ("rc",
          # the split 128x192 tiles of D^T over 257-384 rows with long K, every kernel by name
          "tall-split": [(layout, layer(layout, t, d_out, d_in)) for layout, dims in
                         (("rc", ((4096, 14336), (4096, 11008), (2048, 8192))), ("rr", ((14336, 4096), (11008, 4096), (8192, 2048))))
-                        for d_out, d_in in dims for t in (264, 296, 344, 376)]}
+                        for d_out, d_in in dims for t in (264, 296, 344, 376)],
+         # session 52: 64x64 tiles in clusters of 2x1 (cuBLAS's pick at 128 x 4096 x 4096) over 64-128 tokens
+         "m64-128": [(layout, layer(layout, t, d_out, d_in)) for d_out, d_in in BAND_DIMS[:7] for layout in ("rc", "rr")
+                     for t in (64, 96, 128)]}
 todo = grids.get(sys.argv[6] if len(sys.argv) > 6 else "", [(layout, None) for layout, count in
                                                              zip(("rc", "rr", "cr"), counts) for _ in range(count)])
 out = open(sys.argv[1], "w")
