@@ -220,7 +220,8 @@ class Sm90Priority {
   // kernel (faster than it at all 55, by 1.04-1.24x); with shorter K or slices it was behind (K = 2048: 0.63-0.74x
   // against 0.70-0.97x; 1024 x 4096 rc, slices of 512: 0.78-0.82x against 0.83-0.88x).
   // Over kOneTileRowMin + 1 .. 128 rows (one 128-row tile row of D) it is first only where that tile row's
-  // 128x64 tiles leave half the SMs idle (N <= 4224 on 132 SMs) and K >= kOneTileRowMinK. H200, session 50, 128
+  // 128x64 tiles leave half the SMs idle (N <= 4224 on 132 SMs) and K >= kOneTileRowMinK (x @ W.T there runs the
+  // 64-row pair since session 52: kSixtyFourRowPair). H200, session 50, 128
   // rows, bf16 / fp16 x torch.matmul: 128 x 4096 x 14336 rc 0.97 / 0.96 against auto's 128x64 c1x4 0.90 / 0.90,
   // 4096 x 11008 rc 0.97 / 0.96 against 0.96 / 0.94, 2048 x 8192 rc 0.90 / 0.87 against 0.76 / 0.71; behind
   // with K = 4096 (128 x 4096 x 4096 rc 0.85 against 1.01) or N = 8192 (128 x 8192 x 8192 rc 0.86 against 1.01).
@@ -283,6 +284,30 @@ class Sm90Priority {
   // they lead; by rule they rank last.
   static constexpr bool kSixtyFourRows = kTileM == 64 && !kTransposed;
   static constexpr int kSixtyFourRowsPriority = 30;
+  // Except 64x64 tiles in clusters of 2x1 (B multicast to the cluster's two 64-row tiles; cuBLAS's tile at 128 x 4096
+  // x 4096 rc on the H200): 2 x ceil(N / 64) CTAs where 128-row tiles launch half as many. First (kAheadOfTablePriority:
+  // registered after the H100 table, they run where a rule puts them first, at its points and between them) for
+  //  - dx (A and B row-major) over kPairMinRows .. 64 rows with K >= kPairMinK where its CTAs fill at least
+  //    kPairFullWave of a wave: every other rr kernel's tiles have 128 rows, half of them padding. H200, session 52,
+  //    bf16, 64 rows, x torch.matmul against auto's table pick: 4096 x 4096 1.03 / 0.79, 4096 x 6144 1.07 / 0.83, 8192
+  //    x 8192 0.99 / 0.79, 11008 x 4096 1.00 / 0.78, 8192 x 2048 0.97 / 0.77, 4096 x 1024 0.90 / 0.78, 14336 x 4096 0.95
+  //    / 0.93; over 96 rows behind where N > 4096 (96 x 14336 x 4096: 0.73 against 128x128 c1x2's 1.04);
+  //  - x @ W.T (A row-major, B column-major) over 65-128 rows (one cluster row) with K >= kPairLongK where its CTAs
+  //    take one wave (N <= 4224 on 132 SMs), ahead of kSplitKFewRowsTransposed's 97-128 rows: 128 x 4096 x 14336 1.07
+  //    against auto's split-K 128x192 tiles of D^T 1.00, 128 x 4096 x 11008 1.06 / 0.98, 128 x 2048 x 8192 0.91 / 0.90,
+  //    96 x 4096 x 11008 0.94 / 0.88, 96 x 4096 x 14336 0.90 / 0.86, 96 x 2048 x 8192 0.82 / 0.73; behind with K = 4096
+  //    (96 x 4096 x 4096: 1.00 against 128x64 c1x4's 1.06) and at 64 rows (the table's 64x64 c1x1 and c1x2 lead).
+  static constexpr bool kSixtyFourRowPair = kSixtyFourRows && kClusterM == 2 && kClusterN == 1 && kRowMajorA;
+  static constexpr int64_t kPairMinRows = 33, kPairMinK = 1024, kPairLongK = 8192;
+  static constexpr double kPairFullWave = 0.9;
+  static bool sixty_four_row_pair_first(const GemmProblem& p) {
+    const int64_t ctas = sm90_tiles::cluster_tiles_of(p, 64, 64, 2, 1), sms = sm90_tiles::sm_count_of(p);
+    if (p.batch != 1) return false;
+    if constexpr (std::is_same_v<typename Gemm::UserLayoutB, cutlass::layout::ColumnMajor>)
+      return p.m > 64 && p.m <= 128 && p.k >= kPairLongK && ctas <= sms;
+    return p.m >= kPairMinRows && p.m <= 64 && p.k >= kPairMinK &&
+           static_cast<double>(ctas) >= kPairFullWave * static_cast<double>(sms);
+  }
   // 192x192 tiles of three consumer warpgroups along M (KernelTmaWarpSpecializedCooperative3WG,
   // sm90_three_warpgroup_kernel.cuh) are for problems whose tiles of it fill half the SMs and whose
   // waves of them compute kWaveFillGain more of the output than 128x256 tiles and at least as much as
@@ -385,6 +410,8 @@ class Sm90Priority {
       if (p.k < kTileK && sm90_tiles::tiles_of(p, 128, 256) < sm90_tiles::sm_count_of(p))
         return kShorterThanKTilePriority;
     if constexpr (kSplitN) return kSplitNPriority;
+    if constexpr (kSixtyFourRowPair)
+      if (sixty_four_row_pair_first(p)) return kAheadOfTablePriority;
     if constexpr (kSixtyFourRows) return kSixtyFourRowsPriority;
     if constexpr (kThreeWarpgroups)
       return fills_waves(p, kWaveFillGain * wave_fill(p, 128, 256)) &&

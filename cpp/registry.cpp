@@ -94,12 +94,14 @@ Plan plan(const GemmProblem& p) {
       const Plan ruled = ruled_plan(p, note, untuned_key);
       const std::string& table_pick = measured->kernel->info().name;
       if (ruled.kernel != nullptr && ruled.kernel != measured->kernel) {
+        const char* why = nullptr;
         if (measured->registered_after && measured->registered_after->count(ruled.kernel->info().name))
-          return {ruled.kernel, "registered after the measured table was swept (the table's pick: " + table_pick +
-                                    "): " + ruled.reason, untuned_key};
-        if (measured->between_points && ruled.kernel->priority(p) >= kAheadOfTablePriority)
-          return {ruled.kernel, "a rule ahead of the measured table between its points (the table's pick: " +
-                                    table_pick + "): " + ruled.reason, untuned_key};
+          why = "registered after the measured table was swept";
+        else if (measured->between_points && ruled.kernel->priority(p) >= kAheadOfTablePriority)
+          why = "a rule ahead of the measured table between its points";
+        if (why != nullptr)
+          return {ruled.kernel, std::string(why) + " (the table's pick: " + table_pick + "): " + ruled.reason,
+                  untuned_key};
       }
     }
     return {measured->kernel, note + measured->reason, untuned_key};

@@ -48,6 +48,12 @@ def candidates():
         # 128x14336x4096 0.95 / 1.01 / 1.09, 128x11008x4096 1.00 / 1.06 / 1.07, 64x4096x4096 0.63 / 0.70 /
         # 1.00, 256x4096x4096 0.80 / 0.66 / 0.72: ahead by a few percent at two shapes, behind elsewhere
         Kernel("sm90", "bf16", "r", "c", (128, 32, 64), cluster, "coop", "persistent") for cluster in ((1, 2), (1, 4))
+    ] + [  # ... and the tokens multicast wider (session 52, H200, bf16 rc over 64-128 tokens, 21 problems of seven layer
+        # shapes, x torch.matmul): 128x32 in clusters of 1x8 0.60-0.84 (0.66 at 128x4096x4096, auto's 128x64 c1x4
+        # 0.94); 64x64 ping-pong in clusters of 2x2 (W to two M tiles, X to two N tiles) 0.69-0.96 (0.72 there), behind
+        # the registered 64x64 c2x1 at 15 of 21 and never ahead of the fastest registered kernel
+        Kernel("sm90", "bf16", "r", "c", (128, 32, 64), (1, 8), "coop", "persistent"),
+        Kernel("sm90", "bf16", "r", "c", (64, 64, 64), (2, 2), "pingpong", "persistent"),
     ] + [  # decode-time x @ W.T as D^T = W x^T (swap AB), K split in parallel instead of stream-K
         Kernel("sm90", "bf16", "r", "c", (128, 32, 128), (1, 1), "coop", "splitk", swap_ab=True),
     ] + [  # tf32 long K with 128x128 tiles, K split in parallel: 0.127 ms at 128x128x262144 against

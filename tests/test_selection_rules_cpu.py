@@ -160,9 +160,9 @@ RULES_49 = [
 RULES_50 = [
     # ... and over 97-128 rows (one 128-row tile row of D) with K >= 8192 where 128x64 tiles of D leave half the SMs
     # idle (H200, session 50, 128 rows: 128 x 4096 x 14336 rc bf16 0.97x torch.matmul against 128x64 c1x4's 0.90x;
-    # 128 x 2048 x 8192 rc fp16 0.87x against 0.71x)
-    (128, 4096, 14336, "rc", torch.bfloat16, None, "sm90_bf16_rc_128x192x64_c2x1_coop_splitk_swapab"),
-    (128, 2048, 8192, "rc", torch.float16, None, "sm90_f16_rc_128x192x64_c2x1_coop_splitk_swapab"),
+    # 128 x 2048 x 8192 rc fp16 0.87x against 0.71x); dx only since session 52 (x @ W.T there: the 64-row pair)
+    (128, 4096, 14336, "rr", torch.bfloat16, None, "sm90_bf16_rr_128x192x64_c2x1_coop_splitk_swapab"),
+    (128, 2048, 8192, "rr", torch.float16, None, "sm90_f16_rr_128x192x64_c2x1_coop_splitk_swapab"),
 ]
 
 
@@ -185,9 +185,22 @@ RULES_51 = [
 ]
 
 
+RULES_52 = [
+    # 64x64 tiles in clusters of 2x1 (kSixtyFourRowPair): dx over 33-64 rows in a wave of its CTAs with K >= 1024 (H200,
+    # 64 x 4096 x 4096 rr bf16 1.03x torch.matmul against the table's split-K 128x128 0.79x; 64 x 8192 x 8192 0.99x
+    # against 0.79x) and x @ W.T over 65-128 rows with K >= 8192 in one wave (128 x 4096 x 14336 rc 1.07x against
+    # split-K 128x192 of D^T's 1.00x; 96 x 2048 x 8192 0.82x against 0.73x)
+    (64, 4096, 4096, "rr", torch.bfloat16, None, "sm90_bf16_rr_64x64x64_c2x1_pingpong_persistent"),
+    (48, 8192, 8192, "rr", torch.float16, None, "sm90_f16_rr_64x64x64_c2x1_pingpong_persistent"),
+    (128, 4096, 14336, "rc", torch.bfloat16, None, "sm90_bf16_rc_64x64x64_c2x1_pingpong_persistent"),
+    (96, 2048, 8192, "rc", torch.float16, None, "sm90_f16_rc_64x64x64_c2x1_pingpong_persistent"),
+]
+
+
 RULES = [("39", *r) for r in RULES_39] + [("40", *r) for r in RULES_40] + [("41", *r) for r in RULES_41] + \
     [("45", *r) for r in RULES_45] + [("46", *r) for r in RULES_46] + [("48", *r) for r in RULES_48] + \
-    [("49", *r) for r in RULES_49] + [("50", *r) for r in RULES_50] + [("51", *r) for r in RULES_51]
+    [("49", *r) for r in RULES_49] + [("50", *r) for r in RULES_50] + [("51", *r) for r in RULES_51] + \
+    [("52", *r) for r in RULES_52]
 
 
 @pytest.mark.parametrize("session, m, n, k, layouts, dtype, precision, kernel", RULES,
@@ -288,3 +301,24 @@ def test_the_session_51_rules_stay_in_their_bands():
     for m, n, k, layouts in ((272, 4096, 4096, "rc"), (272, 6144, 14336, "rc"), (256, 4096, 14336, "rc"),
                              (385, 4096, 14336, "rr")):
         assert rules_choice(*meta_operands(m, n, k, layouts)) not in split, (m, n, k, layouts)
+
+
+def test_the_64_row_pair_stays_in_its_bands():
+    """64x64 tiles in clusters of 2x1 go first for dx (rr) over 33-64 rows only where K >= 1024 and its CTAs fill
+    90% of a wave (N >= 3776 on 132 SMs), not over 96 rows (96 x 14336 x 4096: 0.73x torch.matmul against 128x128
+    c1x2's 1.04x), nor batched; for x @ W.T (rc) only over 65-128 rows with K >= 8192 and at most one wave of CTAs:
+    not 64 rows (the table's 64x64 c1x1 / c1x2 ran 1.11-1.20x there), K = 4096 (96 x 4096 x 4096: 1.00x against
+    128x64 c1x4's 1.06x) or N = 8192 (two waves); weight gradients (cr) never."""
+    pair = {f"sm90_{d}_{lay}_64x64x64_c2x1_pingpong_persistent" for d in ("bf16", "f16") for lay in ("rr", "rc")}
+    if not pair & {x["name"] for x in pg.kernels()}:
+        pytest.skip("the 64-row pair is not in this build")
+    for m, n, k, layouts in ((96, 14336, 4096, "rr"), (32, 4096, 4096, "rr"), (64, 2048, 4096, "rr"),
+                             (64, 4096, 512, "rr"), (64, 4096, 14336, "rc"), (96, 4096, 4096, "rc"),
+                             (128, 8192, 8192, "rc"), (160, 4096, 14336, "rc"), (64, 4096, 4096, "cr")):
+        assert rules_choice(*meta_operands(m, n, k, layouts)) not in pair, (m, n, k, layouts)
+    batched = torch.empty(2, 64, 4096, device="meta", dtype=torch.bfloat16)
+    assert rules_choice(batched, torch.empty(2, 4096, 4096, device="meta", dtype=torch.bfloat16)) not in pair
+    plan = pg.plan(*meta_operands(64, 4096, 4096, "rr"), arch=90)
+    if any(t["device"] == "NVIDIA H100 80GB HBM3" for t in heuristics.load_tables()):
+        assert plan["kernel"] == "sm90_bf16_rr_64x64x64_c2x1_pingpong_persistent"
+        assert "registered after the measured table was swept (the table's pick: sm90_" in plan["reason"]
