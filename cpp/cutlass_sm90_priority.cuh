@@ -288,24 +288,28 @@ class Sm90Priority {
   // x 4096 rc on the H200): 2 x ceil(N / 64) CTAs where 128-row tiles launch half as many. First (kAheadOfTablePriority:
   // registered after the H100 table, they run where a rule puts them first, at its points and between them) for
   //  - dx (A and B row-major) over kPairMinRows .. 64 rows with K >= kPairMinK where its CTAs fill at least
-  //    kPairFullWave of a wave: every other rr kernel's tiles have 128 rows, half of them padding. H200, session 52,
-  //    bf16, 64 rows, x torch.matmul against auto's table pick: 4096 x 4096 1.03 / 0.79, 4096 x 6144 1.07 / 0.83, 8192
-  //    x 8192 0.99 / 0.79, 11008 x 4096 1.00 / 0.78, 8192 x 2048 0.97 / 0.77, 4096 x 1024 0.90 / 0.78, 14336 x 4096 0.95
-  //    / 0.93; over 96 rows behind where N > 4096 (96 x 14336 x 4096: 0.73 against 128x128 c1x2's 1.04);
-  //  - x @ W.T (A row-major, B column-major) over 65-128 rows (one cluster row) with K >= kPairLongK where its CTAs
-  //    take one wave (N <= 4224 on 132 SMs), ahead of kSplitKFewRowsTransposed's 97-128 rows: 128 x 4096 x 14336 1.07
-  //    against auto's split-K 128x192 tiles of D^T 1.00, 128 x 4096 x 11008 1.06 / 0.98, 128 x 2048 x 8192 0.91 / 0.90,
-  //    96 x 4096 x 11008 0.94 / 0.88, 96 x 4096 x 14336 0.90 / 0.86, 96 x 2048 x 8192 0.82 / 0.73; behind with K = 4096
-  //    (96 x 4096 x 4096: 1.00 against 128x64 c1x4's 1.06) and at 64 rows (the table's 64x64 c1x1 and c1x2 lead).
+  //    kPairFullWave of a wave, and over more than two waves of them only from kPairManyWavesMinRows rows: every other
+  //    rr kernel's tiles have 128 rows, half of them padding there. H200, session 52, bf16, x torch.matmul against the
+  //    table's pick, 64 rows: 4096 x 4096 1.00-1.03 / 0.76-0.79, 4096 x 6144 1.07-1.11 / 0.83-0.86, 8192 x 8192 0.99-1.00
+  //    / 0.77-0.79, 11008 x 4096 1.00-1.04 / 0.78-0.84, 8192 x 2048 0.97-0.98 / 0.77-0.79, 4096 x 1024 0.90-0.91 / 0.78;
+  //    56 rows 0.97-1.19 / 0.77-0.94; 40 rows ahead within two waves (4096 x 6144 0.97 / 0.86) and behind beyond them
+  //    (14336 x 4096: 0.70 against 128x128 c1x2's 0.85, 11008 x 4096 0.81 / 0.86). Over 96 rows behind where N > 4096
+  //    (96 x 14336 x 4096: 0.73 against 1.04); over 16-32 rows the SM80 64x64 tile leads (its own rule).
+  //  - x @ W.T (A row-major, B column-major) over 97-128 rows with K >= kPairLongK where its CTAs take one wave (N <=
+  //    4224 on 132 SMs), ahead of kSplitKFewRowsTransposed there: 128 x 4096 x 14336 1.03-1.07 against split-K 128x192 of
+  //    D^T's 1.00 and the table's 128x64 c1x4's 0.91, 128 x 4096 x 11008 1.04-1.06 / 0.98 / 0.97, 128 x 2048 x 8192 0.90
+  //    / 0.90 / 0.78; 112 rows 0.83-1.03 against the table's 0.81-0.94. Over 65-96 rows the second tile is mostly
+  //    padding (72 x 4096 x 14336: 0.74 against the table's 64x64 c1x2's 0.82; 96 rows 0.86-0.97 against 0.89-0.91),
+  //    and behind with K = 4096 (96 x 4096 x 4096: 1.00 against 128x64 c1x4's 1.06).
   static constexpr bool kSixtyFourRowPair = kSixtyFourRows && kClusterM == 2 && kClusterN == 1 && kRowMajorA;
-  static constexpr int64_t kPairMinRows = 33, kPairMinK = 1024, kPairLongK = 8192;
+  static constexpr int64_t kPairMinRows = 33, kPairManyWavesMinRows = 49, kPairMinK = 1024, kPairLongK = 8192;
   static constexpr double kPairFullWave = 0.9;
   static bool sixty_four_row_pair_first(const GemmProblem& p) {
     const int64_t ctas = sm90_tiles::cluster_tiles_of(p, 64, 64, 2, 1), sms = sm90_tiles::sm_count_of(p);
     if (p.batch != 1) return false;
     if constexpr (std::is_same_v<typename Gemm::UserLayoutB, cutlass::layout::ColumnMajor>)
-      return p.m > 64 && p.m <= 128 && p.k >= kPairLongK && ctas <= sms;
-    return p.m >= kPairMinRows && p.m <= 64 && p.k >= kPairMinK &&
+      return p.m > kOneTileRowMin && p.m <= 128 && p.k >= kPairLongK && ctas <= sms;
+    return p.m >= (ctas > 2 * sms ? kPairManyWavesMinRows : kPairMinRows) && p.m <= 64 && p.k >= kPairMinK &&
            static_cast<double>(ctas) >= kPairFullWave * static_cast<double>(sms);
   }
   // 192x192 tiles of three consumer warpgroups along M (KernelTmaWarpSpecializedCooperative3WG,

@@ -11,7 +11,8 @@ x d_in), dx = dy @ W (rr, T x d_in x d_out), dW = dy.T @ x (cr, d_out x d_in x T
 row fills: session 48 saw 128x64 c1x2 run 192 rows 1.3-1.45x slower than 256 on the same tiles); "band" (session 49)
 T = 136..208 over BAND_DIMS, y and dx (the 192-row split-K tiles of D^T); "band-wide" 224..384 over the first six; "band-128" (session 50) 128 tokens over the first seven;
 "tall" and "dx-128" (session 51) 264-376 tokens over TALL_DIMS and dx over 104-128 tokens; "tall-split" 264-376 tokens
-with long K and N <= 4096; "m64-128" (session 52) 64, 96 and 128 tokens over the first seven. KERNELS=regex times only
+with long K and N <= 4096; "m64-128" (session 52) 64, 96 and 128 tokens over the first seven; "m64-128-off" y over 72 and
+112 tokens, dx over 40 and 56, the first seven; "rr-few" dx over 16, 24 and 32 tokens, the first seven. KERNELS=regex times only
 the kernels it matches by name (auto and the table's pick always). Each row's errs: every timed kernel's
 error against float64 (kernels new to a build are timed here before any table knows them).
     python3 notes/random-shapes-session47.py OUT.jsonl [COUNT_RC COUNT_RR COUNT_CR [SEED [auto | model | tokens | band | ... [auto]]]]"""
@@ -66,7 +67,11 @@ grids = {"tokens": [(layout, layer(layout, t, d_out, d_in)) for layout in ("rc",
                         for d_out, d_in in dims for t in (264, 296, 344, 376)],
          # session 52: 64x64 tiles in clusters of 2x1 (cuBLAS's pick at 128 x 4096 x 4096) over 64-128 tokens
          "m64-128": [(layout, layer(layout, t, d_out, d_in)) for d_out, d_in in BAND_DIMS[:7] for layout in ("rc", "rr")
-                     for t in (64, 96, 128)]}
+                     for t in (64, 96, 128)],
+         # ... off those rows (the 64-row pair's rules), and dx below its 33 rows
+         "m64-128-off": [(layout, layer(layout, t, d_out, d_in)) for d_out, d_in in BAND_DIMS[:7]
+                         for layout, rows in (("rc", (72, 112)), ("rr", (40, 56))) for t in rows],
+         "rr-few": [("rr", layer("rr", t, d_out, d_in)) for d_out, d_in in BAND_DIMS[:7] for t in (16, 24, 32)]}
 todo = grids.get(sys.argv[6] if len(sys.argv) > 6 else "", [(layout, None) for layout, count in
                                                              zip(("rc", "rr", "cr"), counts) for _ in range(count)])
 out = open(sys.argv[1], "w")

@@ -186,14 +186,17 @@ RULES_51 = [
 
 
 RULES_52 = [
-    # 64x64 tiles in clusters of 2x1 (kSixtyFourRowPair): dx over 33-64 rows in a wave of its CTAs with K >= 1024 (H200,
-    # 64 x 4096 x 4096 rr bf16 1.03x torch.matmul against the table's split-K 128x128 0.79x; 64 x 8192 x 8192 0.99x
-    # against 0.79x) and x @ W.T over 65-128 rows with K >= 8192 in one wave (128 x 4096 x 14336 rc 1.07x against
-    # split-K 128x192 of D^T's 1.00x; 96 x 2048 x 8192 0.82x against 0.73x)
+    # 64x64 tiles in clusters of 2x1 (kSixtyFourRowPair): dx over 33-64 rows in a wave of its CTAs with K >= 1024, over
+    # more than two waves from 49 rows (H200, 64 x 4096 x 4096 rr bf16 1.00-1.03x torch.matmul against the table's
+    # split-K 128x128 0.76-0.79x; 40 x 4096 x 6144 0.97x against 0.86x; 56 x 11008 x 4096 1.02x against 0.81x) and
+    # x @ W.T over 97-128 rows with K >= 8192 in one wave (128 x 4096 x 14336 rc 1.03-1.07x against split-K 128x192 of
+    # D^T's 1.00x; 112 x 2048 x 8192 0.81-0.83x against 0.80-0.81x)
     (64, 4096, 4096, "rr", torch.bfloat16, None, "sm90_bf16_rr_64x64x64_c2x1_pingpong_persistent"),
     (48, 8192, 8192, "rr", torch.float16, None, "sm90_f16_rr_64x64x64_c2x1_pingpong_persistent"),
+    (40, 4096, 6144, "rr", torch.bfloat16, None, "sm90_bf16_rr_64x64x64_c2x1_pingpong_persistent"),
+    (56, 11008, 4096, "rr", torch.bfloat16, None, "sm90_bf16_rr_64x64x64_c2x1_pingpong_persistent"),
     (128, 4096, 14336, "rc", torch.bfloat16, None, "sm90_bf16_rc_64x64x64_c2x1_pingpong_persistent"),
-    (96, 2048, 8192, "rc", torch.float16, None, "sm90_f16_rc_64x64x64_c2x1_pingpong_persistent"),
+    (112, 2048, 8192, "rc", torch.float16, None, "sm90_f16_rc_64x64x64_c2x1_pingpong_persistent"),
 ]
 
 
@@ -305,15 +308,18 @@ def test_the_session_51_rules_stay_in_their_bands():
 
 def test_the_64_row_pair_stays_in_its_bands():
     """64x64 tiles in clusters of 2x1 go first for dx (rr) over 33-64 rows only where K >= 1024 and its CTAs fill
-    90% of a wave (N >= 3776 on 132 SMs), not over 96 rows (96 x 14336 x 4096: 0.73x torch.matmul against 128x128
-    c1x2's 1.04x), nor batched; for x @ W.T (rc) only over 65-128 rows with K >= 8192 and at most one wave of CTAs:
-    not 64 rows (the table's 64x64 c1x1 / c1x2 ran 1.11-1.20x there), K = 4096 (96 x 4096 x 4096: 1.00x against
-    128x64 c1x4's 1.06x) or N = 8192 (two waves); weight gradients (cr) never."""
+    90% of a wave (N >= 3776 on 132 SMs), over more than two waves of them only from 49 rows (40 x 14336 x 4096: 0.70x
+    torch.matmul against 128x128 c1x2's 0.85x), not over 96 rows (96 x 14336 x 4096: 0.73x against 1.04x), nor
+    batched; for x @ W.T (rc) only over 97-128 rows with K >= 8192 and at most one wave of CTAs: not 64-96 rows (72 x
+    4096 x 14336: 0.74x against the table's 64x64 c1x2's 0.82x; at 64 rows that tile and c1x1 ran 1.11-1.20x), K =
+    4096 (96 x 4096 x 4096: 1.00x against 128x64 c1x4's 1.06x) or N = 8192 (two waves); weight gradients (cr) never."""
     pair = {f"sm90_{d}_{lay}_64x64x64_c2x1_pingpong_persistent" for d in ("bf16", "f16") for lay in ("rr", "rc")}
     if not pair & {x["name"] for x in pg.kernels()}:
         pytest.skip("the 64-row pair is not in this build")
     for m, n, k, layouts in ((96, 14336, 4096, "rr"), (32, 4096, 4096, "rr"), (64, 2048, 4096, "rr"),
-                             (64, 4096, 512, "rr"), (64, 4096, 14336, "rc"), (96, 4096, 4096, "rc"),
+                             (64, 4096, 512, "rr"), (40, 14336, 4096, "rr"), (48, 11008, 4096, "rr"),
+                             (64, 4096, 14336, "rc"), (72, 4096, 14336, "rc"), (96, 4096, 11008, "rc"),
+                             (96, 4096, 4096, "rc"),
                              (128, 8192, 8192, "rc"), (160, 4096, 14336, "rc"), (64, 4096, 4096, "cr")):
         assert rules_choice(*meta_operands(m, n, k, layouts)) not in pair, (m, n, k, layouts)
     batched = torch.empty(2, 64, 4096, device="meta", dtype=torch.bfloat16)
