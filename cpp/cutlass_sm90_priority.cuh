@@ -305,12 +305,13 @@ class Sm90Priority {
   static constexpr int64_t kPairMinRows = 33, kPairManyWavesMinRows = 49, kPairMinK = 1024, kPairLongK = 8192;
   static constexpr double kPairFullWave = 0.9;
   static bool sixty_four_row_pair_first(const GemmProblem& p) {
-    const int64_t ctas = sm90_tiles::cluster_tiles_of(p, 64, 64, 2, 1), sms = sm90_tiles::sm_count_of(p);
     if (p.batch != 1) return false;
-    if constexpr (std::is_same_v<typename Gemm::UserLayoutB, cutlass::layout::ColumnMajor>)
-      return p.m > kOneTileRowMin && p.m <= 128 && p.k >= kPairLongK && ctas <= sms;
-    return p.m >= (ctas > 2 * sms ? kPairManyWavesMinRows : kPairMinRows) && p.m <= 64 && p.k >= kPairMinK &&
-           static_cast<double>(ctas) >= kPairFullWave * static_cast<double>(sms);
+    const int64_t ctas = sm90_tiles::cluster_tiles_of(p, kTileM, kTileN, kClusterM, kClusterN);
+    const int64_t sms = sm90_tiles::sm_count_of(p);
+    if constexpr (kKMajorB)  // x @ W.T: one cluster row
+      return p.m > kOneTileRowMin && p.m <= kClusterM * kTileM && p.k >= kPairLongK && ctas <= sms;
+    return p.m >= (sm90_tiles::waves_of(p, ctas) > 2 ? kPairManyWavesMinRows : kPairMinRows) && p.m <= kTileM &&
+           p.k >= kPairMinK && static_cast<double>(ctas) >= kPairFullWave * static_cast<double>(sms);
   }
   // 192x192 tiles of three consumer warpgroups along M (KernelTmaWarpSpecializedCooperative3WG,
   // sm90_three_warpgroup_kernel.cuh) are for problems whose tiles of it fill half the SMs and whose
