@@ -316,7 +316,12 @@ class CutlassSm90Gemm : public GemmKernel {
   void run(const GemmProblem& p, void* workspace) const override {
     void* partials = kSplitK ? workspace : nullptr;
     if (kSplitK) workspace = static_cast<char*>(workspace) + partial_bytes(p);
-    const Arguments args = make_arguments(p, partials);
+    Arguments args = make_arguments(p, partials);
+    if constexpr (sm90_detail::kHasTmaRows<CollectiveMainloop>) {  // the TMA SS mainloop (Sm90L2HintedMainloop)
+      const auto [rows_a, rows_b, k_of_batch, batches] = args.problem_shape;
+      args.mainloop.tma_rows_a = tma_rows<kTileM>(args.mainloop.ptr_A, args.mainloop.dA, rows_a, k_of_batch, batches);
+      args.mainloop.tma_rows_b = tma_rows<kTileN>(args.mainloop.ptr_B, args.mainloop.dB, rows_b, k_of_batch, batches);
+    }
     const auto stream = reinterpret_cast<cudaStream_t>(p.stream);
     const int device = cutlass_adapter::current_device();
     cutlass_adapter::make_context_current(device);  // before the TMA descriptors are encoded
@@ -369,6 +374,22 @@ class CutlassSm90Gemm : public GemmKernel {
       if (8 * padded <= 9 * tiles && waves(padded) == waves(tiles)) break;
     }
     return swizzle;
+  }
+
+  // The rows (the kernel's M for A, N for B) that an operand's TMA descriptor spans: `rows` rounded up to whole tiles
+  // where the operand is K-major (its rows lie ld apart, so the extra rows are whole rows of memory past the last)
+  // and that memory is mapped (readable_bytes), else `rows`. TMA then loads a box straddling the edge as an inside
+  // one instead of filling its rows past the edge, ~4x slower a row (Sm90L2HintedMainloop::Arguments says why those
+  // rows are never seen). An MN-major operand's extra rows would lie inside its next column, past its pitch.
+  template <int kTile, class Element, class Stride>
+  static int tma_rows(const Element* ptr, const Stride& stride, int rows, int k, int batches) {
+    if (ptr == nullptr || rows % kTile == 0 || !cutlass::gemm::detail::is_k_major<Stride>()) return rows;
+    const int whole = (rows + kTile - 1) / kTile * kTile;
+    const auto bytes = [&](int r) {
+      return static_cast<int64_t>(cute::cosize(cute::make_layout(cute::make_shape(r, k, batches), stride))) *
+             static_cast<int64_t>(sizeof(Element));
+    };
+    return readable_bytes(ptr, bytes(rows)) >= bytes(whole) ? whole : rows;
   }
 
   // `partials`: where split-K in parallel writes its slices' products (nullptr when only sizing or checking).

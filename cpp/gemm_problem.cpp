@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 namespace pycutlass_gemm {
@@ -182,6 +183,36 @@ void check_launch(const char* kernel_name, int launch_error) {
   cudaGetLastError();  // a launch call's error is also the thread's last one: cleared
   throw std::runtime_error(std::string(kernel_name) + ": CUDA error " + cudaGetErrorName(err) + ": " +
                            cudaGetErrorString(err));
+}
+
+int64_t readable_bytes(const void* ptr, int64_t used) {
+  // cuPointerGetAttributes from the driver the runtime loaded (the module links only cudart): looked up once.
+  using GetAttributes = CUresult (*)(unsigned int, CUpointer_attribute*, void**, CUdeviceptr);
+  static const GetAttributes get_attributes = []() -> GetAttributes {
+    const char* env = std::getenv("PYCUTLASS_GEMM_READ_PAST_EDGE");  // 0: TMA fills the rows past the edge
+    if (env != nullptr && std::strcmp(env, "0") == 0) return nullptr;
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuPointerGetAttributes", &fn, 12000, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      cudaGetLastError();
+      return nullptr;
+    }
+    return reinterpret_cast<GetAttributes>(fn);
+  }();
+  if (ptr == nullptr || get_attributes == nullptr) return used;
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  unsigned int memory_type = 0;
+  CUpointer_attribute attributes[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR,
+                                      CU_POINTER_ATTRIBUTE_MAPPING_SIZE};
+  void* values[] = {&memory_type, &base, &size};
+  const auto address = reinterpret_cast<CUdeviceptr>(ptr);
+  if (get_attributes(3, attributes, values, address) != CUDA_SUCCESS || memory_type != CU_MEMORYTYPE_DEVICE ||
+      size == 0 || address < base)
+    return used;
+  return std::max<int64_t>(used, static_cast<int64_t>(base + size - address));
 }
 
 }  // namespace pycutlass_gemm

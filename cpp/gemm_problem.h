@@ -159,4 +159,12 @@ void check_launch(const char* kernel_name, int launch_error);
 // (CutlassSm90Gemm::kProgrammaticLaunch). PYCUTLASS_GEMM_PDL=0 launches them all plainly; read once.
 bool programmatic_launch_allowed();
 
+// How many bytes from `ptr` a kernel may read, where its operand spans the first `used` of them: up to the end of
+// the mapping that holds ptr (the cudaMalloc allocation, or with CUDA's virtual memory API the mapped piece:
+// cuPointerGetAttributes' MAPPING_BASE_ADDR and MAPPING_SIZE), or `used` where that is unknown (no driver, a
+// null pointer, host memory) or shorter. The SM90 TMA kernels read the rows past an operand's last from there
+// rather than have TMA fill them (CutlassSm90Gemm::tma_rows). PYCUTLASS_GEMM_READ_PAST_EDGE=0 keeps every operand
+// to its own bytes (TMA fills the rows past the edge); read once.
+int64_t readable_bytes(const void* ptr, int64_t used);
+
 }  // namespace pycutlass_gemm

@@ -13,11 +13,14 @@
 // An operand that other tiles re-read keeps EVICT_NORMAL: evict-first on both operands of
 // 256x256x524288's 128x64 tiles (A read by four N tiles, B by two) ran 0.228 -> 0.279 ms.
 //
-// And a TMA box wholly past the matrix's edge is loaded from inside it (see load): TMA fills such
-// a box with zeros ~5x slower than it loads one from memory.
+// And a TMA box wholly past the matrix's edge is loaded from inside it (see load), one that straddles the edge
+// from the memory past it where that is mapped (Arguments): TMA fills a box's rows past the edge with zeros ~4-5x
+// slower than it loads them from memory.
 #pragma once
 
+#include <algorithm>
 #include <type_traits>
+#include <utility>
 
 #include "cute/arch/copy_sm90_desc.hpp"
 #include "cute/tensor.hpp"
@@ -29,7 +32,16 @@ namespace pycutlass_gemm {
 
 template <class Base>
 struct Sm90L2HintedMainloop : Base {
-  using typename Base::Arguments;
+  // CUTLASS's arguments and the rows A's and B's TMA descriptors span (M and N of the problem the kernel computes,
+  // or more: rows past the last that are readable memory; 0 for the problem's own). Why: a box that straddles the
+  // operand's edge loads its inside rows and TMA fills the rest, each filled row ~4x slower than a loaded one
+  // (notes/tma-box-edge-session48.cu: 128-row boxes half past the edge 78.8 us against 21.8 inside), so the last
+  // tile row of every problem whose M is not a multiple of the tile paid for it (H200, 200 x 4096 x 4096 rr on 128x64
+  // tiles: 32 us against 24 at 248 rows). Rows read past the edge feed only output rows past it, which the epilogue
+  // does not store: what they hold is never seen. CutlassSm90Gemm::tma_rows says where make_arguments sets them.
+  struct Arguments : Base::Arguments {
+    int tma_rows_a = 0, tma_rows_b = 0;
+  };
   using typename Base::DispatchPolicy;
   using typename Base::MainloopPipeline;
   using typename Base::PipelineState;
@@ -54,11 +66,14 @@ struct Sm90L2HintedMainloop : Base {
   static Params to_underlying_arguments(ProblemShape const& problem_shape, Arguments const& args,
                                         void* workspace) {
     Params params;
-    static_cast<typename Base::Params&>(params) = Base::to_underlying_arguments(problem_shape, args, workspace);
     const auto shape = cute::append<4>(problem_shape, 1);
-    constexpr int kTileM = cute::size<0>(TileShape{}), kTileN = cute::size<1>(TileShape{});
     params.rows_a = int(cute::get<0>(shape));
     params.rows_b = int(cute::get<1>(shape));
+    const auto tma_shape = cute::make_shape(std::max(params.rows_a, args.tma_rows_a),  // the descriptors' extents
+                                            std::max(params.rows_b, args.tma_rows_b), int(cute::get<2>(shape)),
+                                            int(cute::get<3>(shape)));
+    static_cast<typename Base::Params&>(params) = Base::to_underlying_arguments(tma_shape, args, workspace);
+    constexpr int kTileM = cute::size<0>(TileShape{}), kTileN = cute::size<1>(TileShape{});
     const int tiles_m = (params.rows_a + kTileM - 1) / kTileM;
     const int tiles_n = (params.rows_b + kTileN - 1) / kTileN;
     constexpr auto kFirst = static_cast<uint64_t>(cute::TMA::CacheHintSm90::EVICT_FIRST);
@@ -85,10 +100,11 @@ struct Sm90L2HintedMainloop : Base {
   // cluster's second CTA loads where M ends in the first half; a cluster's CTA past the last tile) comes from tile
   // 0 instead. Those rows of shared memory feed only output rows past the edge, which the epilogue does not store,
   // and each output row reads only its own row of A (column of B), so what they hold is never seen. A box that
-  // straddles the edge still loads as it is. Why: TMA fills a box wholly past the edge ~5x slower than it loads an
-  // inside one (notes/tma-box-edge-session48.cu, H200: 128 CTAs streaming 224 boxes of 128x64 bf16, 21.8 us inside,
-  // 107 us outside, 78.8 us half outside; 64-row boxes 20.9 / 65.3), and 192 x 4096 x 14336 rc bf16 on 128x64 tiles
-  // in clusters of 1x2 ran 87.6 us against 60.2 at 256 rows on the same tiles.
+  // straddles the edge loads as it is: its rows past the edge from memory where the descriptor spans them
+  // (Arguments::tma_rows_a / _b), else filled by TMA. Why: TMA fills a box wholly past the edge ~5x slower than it
+  // loads an inside one (notes/tma-box-edge-session48.cu, H200: 128 CTAs streaming 224 boxes of 128x64 bf16, 21.8 us
+  // inside, 107 us outside, 78.8 us half outside; 64-row boxes 20.9 / 65.3), and 192 x 4096 x 14336 rc bf16 on 128x64
+  // tiles in clusters of 1x2 ran 87.6 us against 60.2 at 256 rows on the same tiles.
   template <class TensorA, class TensorB, class KTileIterator, class BlockCoord>
   CUTLASS_DEVICE void load(Params const& mainloop_params, MainloopPipeline pipeline, PipelineState smem_pipe_write,
                            cute::tuple<TensorA, TensorB> const& load_inputs, BlockCoord const& blk_coord,
@@ -161,6 +177,13 @@ struct Sm90L2HintedMainloop : Base {
 };
 
 namespace sm90_detail {
+
+// Whether a mainloop takes the rows its TMA descriptors span (Sm90L2HintedMainloop::Arguments).
+template <class Mainloop, class = void>
+inline constexpr bool kHasTmaRows = false;
+template <class Mainloop>
+inline constexpr bool
+    kHasTmaRows<Mainloop, std::void_t<decltype(std::declval<typename Mainloop::Arguments&>().tma_rows_a)>> = true;
 
 // The mainloop a kernel gets: CUTLASS's TMA SS mainloop with the hints above; any other (the
 // register-sourced tf32 one, cp.async, the package's rewriting and staged ones) as it is.

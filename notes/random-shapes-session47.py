@@ -12,7 +12,9 @@ row fills: session 48 saw 128x64 c1x2 run 192 rows 1.3-1.45x slower than 256 on 
 T = 136..208 over BAND_DIMS, y and dx (the 192-row split-K tiles of D^T); "band-wide" 224..384 over the first six; "band-128" (session 50) 128 tokens over the first seven;
 "tall" and "dx-128" (session 51) 264-376 tokens over TALL_DIMS and dx over 104-128 tokens; "tall-split" 264-376 tokens
 with long K and N <= 4096; "m64-128" (session 52) 64, 96 and 128 tokens over the first seven; "m64-128-off" y over 72 and
-112 tokens, dx over 40 and 56, the first seven; "rr-few" dx over 16, 24 and 32 tokens, the first seven; "rr-33-48" dx over 40 and 48. KERNELS=regex times only
+112 tokens, dx over 40 and 56, the first seven; "rr-few" dx over 16, 24 and 32 tokens, the first seven; "rr-33-48" dx over 40 and 48; "two-rows" (session 53)
+200, 224, 248 and 256 tokens (two 128-row tile rows, the last partly full) over BAND_DIMS, y and dx; "wide" y and dx
+over 144 and 176 tokens with N of 11008, 14336 and 28672. KERNELS=regex times only
 the kernels it matches by name (auto and the table's pick always). Each row's errs: every timed kernel's
 error against float64 (kernels new to a build are timed here before any table knows them).
     python3 notes/random-shapes-session47.py OUT.jsonl [COUNT_RC COUNT_RR COUNT_CR [SEED [auto | model | tokens | band | ... [auto]]]]"""
@@ -72,7 +74,13 @@ grids = {"tokens": [(layout, layer(layout, t, d_out, d_in)) for layout in ("rc",
          "m64-128-off": [(layout, layer(layout, t, d_out, d_in)) for d_out, d_in in BAND_DIMS[:7]
                          for layout, rows in (("rc", (72, 112)), ("rr", (40, 56))) for t in rows],
          "rr-few": [("rr", layer("rr", t, d_out, d_in)) for d_out, d_in in BAND_DIMS[:7] for t in (16, 24, 32)],
-         "rr-33-48": [("rr", layer("rr", t, d_out, d_in)) for d_out, d_in in BAND_DIMS[:7] for t in (40, 48)]}
+         "rr-33-48": [("rr", layer("rr", t, d_out, d_in)) for d_out, d_in in BAND_DIMS[:7] for t in (40, 48)],
+         # session 53: between the tables' 128- and 256-row points, 129-256 rows
+         "two-rows": [(layout, layer(layout, t, d_out, d_in)) for d_out, d_in in BAND_DIMS for layout in ("rc", "rr")
+                      for t in (200, 224, 248, 256)],
+         "wide": [(layout, layer(layout, t, *dims)) for layout in ("rc", "rr") for t in (144, 176)
+                  for dims in ((((11008, 4096), (14336, 4096), (28672, 8192)) if layout == "rc" else
+                                ((4096, 11008), (4096, 14336), (8192, 28672))))]}
 todo = grids.get(sys.argv[6] if len(sys.argv) > 6 else "", [(layout, None) for layout, count in
                                                              zip(("rc", "rr", "cr"), counts) for _ in range(count)])
 out = open(sys.argv[1], "w")
