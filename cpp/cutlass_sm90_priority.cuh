@@ -114,10 +114,16 @@ class Sm90Priority {
   // the rules above, the other yields to it (kNotOneWavePairPriority); on a tie, 1x2. H200, session 41, where
   // the rules ran 1x2 and 2x1 launches fewer: 2048x896x8960 rr 0.80x its time, 2048x896x3000 cr 0.89x,
   // 1024x1600x1600 rr 0.95x; at equal launches within 4% (512x2560x3072 rc 1.00x, 512x3072x768 rr 1.04x).
+  // Over two tile rows (two_tile_rows: 129-256 rows of x @ W.T and dx) a tie goes to 2x1, whose clusters hold both
+  // tile rows and read each N tile of W once. H200, session 53, bf16, every kernel by name, the read past the edge
+  // in (notes/measurements.md): at the 30 problems of 136-256 rows where auto ran 1x2 (N of 5120-8192), 2x1 ran
+  // 0.87-0.98x its time (1.02x once: 152 x 8192 x 2048 rr) and was the fastest kernel at 29 (208 x 8192 x 8192 rr
+  // 0.87x torch.matmul against 0.78x; 224 x 8192 x 8192 rc 1.10 against 0.98; 248 x 8192 x 2048 rr 0.99 / 0.88).
   static constexpr bool kPairOrientation = kOneWavePair && kTileN == 128 && sizeof(Element) == 2;  // tf32: 1x2 only
   static bool other_orientation_launches_fewer(const GemmProblem& p) {
     const int64_t along_n = sm90_tiles::cluster_tiles_of(p, 128, 128, 1, 2);
     const int64_t along_m = sm90_tiles::cluster_tiles_of(p, 128, 128, 2, 1);
+    if (along_m == along_n && two_tile_rows(p)) return kPairAlongN;
     return kPairAlongM ? along_m >= along_n : along_m < along_n;
   }
   // The 128x64 tile in clusters of 1x4 (A multicast to four N tiles: half the L2 traffic for A of
@@ -145,6 +151,14 @@ class Sm90Priority {
   static constexpr bool kWaveFillTransposed = kTileM == 128 && kTileN == 192 && kTransposed &&
                                               !std::is_same_v<Element, float> && !kStreamK && !kSplitK && !kBias;
   static constexpr int kWaveFillTransposedPriority = 103;
+  // Over kTwoTileRowsMin + 1 .. kTallTileRows rows of x @ W.T and dx (one tile column of D^T holds them) with K >=
+  // kOneTallRowMinK, where its tiles use at least kOneTallRowWaveUse of their waves' slots (N >= 10112 on 132 SMs), it
+  // goes first ahead of the measured table (whose vote ran 128x256 and 128x192 tiles of D, two tile rows). H200,
+  // session 53, bf16, every kernel by name: the fastest kernel at all 22 such problems (136-192 rows, N of 11008, 14336
+  // and 28672, rc and rr), 0.84-1.09x torch.matmul against auto's 0.67-1.01x (144 x 28672 x 8192 rr 0.84 / 0.67; 176 x
+  // 14336 x 4096 rr 1.02 / 0.82; 176 x 11008 x 4096 rc 0.96 / 0.80); with N = 8192 (64 tiles) it was behind.
+  static constexpr int64_t kOneTallRowMinK = 4096;
+  static constexpr double kOneTallRowWaveUse = 0.6;
   // Over kTwoTallRowsMin + 1 .. 384 rows of x @ W.T and dx (A row-major: rc, rr; one batch) the 128-row tiles of D
   // take three tile rows, the last 1-128 rows full, and these tiles two (192 rows each); there they go first, ahead
   // of the measured table (kAheadOfTablePriority: no table has points between 256 and 512 rows, and its vote ran
@@ -160,6 +174,18 @@ class Sm90Priority {
   static constexpr int64_t kTwoTallRowsMin = 256;
   static constexpr double kTwoTallRowsWaveUse = 0.7;
   static constexpr bool kRowMajorA = std::is_same_v<typename Gemm::UserLayoutA, cutlass::layout::RowMajor>;
+  // x @ W.T and dx (A row-major; one batch) over two 128-row tile rows of D, kTwoTileRowsMin + 1 .. 256 rows: between
+  // the measured tables' points at 128 and 256 rows, where their votes ran 128x64 c1x2 / c1x1 and 128x128 c1x2
+  // (session 53's rules: the 2x1 orientation above, kWaveFillTransposed, kLongKRowCol, kFillTile, kSixtyFourRowPair).
+  // Over kTallTileRows or fewer a 192-row tile of D^T holds them all (kSplitKFewRowsTransposed, kWaveFillTransposed).
+  static constexpr int64_t kTwoTileRowsMin = 128, kTallTileRows = 192;
+  static bool two_tile_rows(const GemmProblem& p) {
+    return kRowMajorA && p.batch == 1 && p.m > kTwoTileRowsMin && p.m <= 2 * kTwoTileRowsMin;
+  }
+  static bool one_tall_tile_row(const GemmProblem& p) {
+    return two_tile_rows(p) && p.m <= kTallTileRows && p.k >= kOneTallRowMinK &&
+           !sm90_tiles::poor_waves(p, Gemm::tiles_of(p), kOneTallRowWaveUse);
+  }
   static bool two_tall_tile_rows(const GemmProblem& p) {
     return kRowMajorA && p.batch == 1 && p.m > kTwoTallRowsMin && p.m <= 2 * kTileN &&
            !sm90_tiles::poor_waves(p, Gemm::tiles_of(p), kTwoTallRowsWaveUse);
@@ -208,6 +234,12 @@ class Sm90Priority {
   // problems: split-K ran 0.866x its time, bf16, 0.852x fp16, never slower).
   static constexpr int64_t kLongKRowColMinM = 256, kLongKRowColMinK = 8192;
   static constexpr int kLongKRowColPriority = 103;
+  // And over kTallTileRows + 1 .. 256 rows (two_tile_rows past a 192-row tile of D^T) it goes first ahead of the
+  // measured table (its vote ran 128x64 c1x2 there). H200, session 53, bf16, by name: 200 / 224 / 248 x 4096 x 14336
+  // 0.92 / 1.06 / 0.96x torch.matmul against 128x64 c1x2's 0.78 / 0.90 / 0.81x, the fastest kernel at each.
+  static bool long_k_two_tile_rows(const GemmProblem& p) {
+    return two_tile_rows(p) && p.m > kTallTileRows && p.k > kLongKRowColMinK;
+  }
   // Split-K of 128x192 tiles of D^T (192 x 128 tiles of D: the user's M on the 192 side) is for x @ W.T and dx
   // (rc, rr) over kFewRowsMin + 1 .. 192 rows, as many as one of its tile columns holds: there 128-row tiles of D
   // compute two tile rows (256, a quarter to nearly half padding) and the 192-row tiles of D^T without a split are
@@ -288,12 +320,15 @@ class Sm90Priority {
   // x 4096 rc on the H200): 2 x ceil(N / 64) CTAs where 128-row tiles launch half as many. First (kAheadOfTablePriority:
   // registered after the H100 table, they run where a rule puts them first, at its points and between them) for
   //  - dx (A and B row-major) over kPairMinRows .. 64 rows with K >= kPairMinK where its CTAs fill at least
-  //    kPairFullWave of a wave, and over more than two waves of them only from kPairManyWavesMinRows rows: every other
-  //    rr kernel's tiles have 128 rows, half of them padding there. H200, session 52, bf16, x torch.matmul against the
-  //    table's pick, 64 rows: 4096 x 4096 1.00-1.03 / 0.76-0.79, 4096 x 6144 1.07-1.11 / 0.83-0.86, 8192 x 8192 0.99-1.00
-  //    / 0.77-0.79, 11008 x 4096 1.00-1.04 / 0.78-0.84, 8192 x 2048 0.97-0.98 / 0.77-0.79, 4096 x 1024 0.90-0.91 / 0.78;
-  //    56 rows 0.97-1.19 / 0.77-0.94; 40 rows ahead within two waves (4096 x 6144 0.97 / 0.86) and behind beyond them
-  //    (14336 x 4096: 0.70 against 128x128 c1x2's 0.85, 11008 x 4096 0.81 / 0.86). Over 96 rows behind where N > 4096
+  //    kPairFullWave of a wave: every other rr kernel's tiles have 128 rows, half of them padding there. H200,
+  //    session 52, bf16, x torch.matmul against the table's pick, 64 rows: 4096 x 4096 1.00-1.03 / 0.76-0.79, 4096 x
+  //    6144 1.07-1.11 / 0.83-0.86, 8192 x 8192 0.99-1.00 / 0.77-0.79, 11008 x 4096 1.00-1.04 / 0.78-0.84, 8192 x 2048
+  //    0.97-0.98 / 0.77-0.79, 4096 x 1024 0.90-0.91 / 0.78; 56 rows 0.97-1.19 / 0.77-0.94.
+  //    Over 33-48 rows its first tile's box straddles M: until the rows past the edge were read from memory (session
+  //    53, Sm90L2HintedMainloop::Arguments) it trailed over more than two waves of its CTAs (40 x 14336 x 4096: 0.70
+  //    against 128x128 c1x2's 0.85) and ran only from 49 rows there; since, by name, 40 /
+  //    48 x 11008 x 4096 1.02 / 1.01 against auto's 0.83 / 0.74, 40 x 14336 x 4096 0.95 / 0.88, 48 x 14336 x 4096 0.96
+  //    against 128x128 c1x2's 1.04, 40 x 4096 x 4096 1.12 (16.8 us; 18.6 before). Over 96 rows behind where N > 4096
   //    (96 x 14336 x 4096: 0.73 against 1.04); over 16-32 rows the SM80 64x64 tile leads (its own rule).
   //  - x @ W.T (A row-major, B column-major) over 97-128 rows with K >= kPairLongK where its CTAs take one wave (N <=
   //    4224 on 132 SMs), ahead of kSplitKFewRowsTransposed there: 128 x 4096 x 14336 1.03-1.07 against split-K 128x192 of
@@ -301,8 +336,15 @@ class Sm90Priority {
   //    / 0.90 / 0.78; 112 rows 0.83-1.03 against the table's 0.81-0.94. Over 65-96 rows the second tile is mostly
   //    padding (72 x 4096 x 14336: 0.74 against the table's 64x64 c1x2's 0.82; 96 rows 0.86-0.97 against 0.89-0.91),
   //    and behind with K = 4096 (96 x 4096 x 4096: 1.00 against 128x64 c1x4's 1.06).
+  //  - x @ W.T and dx over two tile rows (two_tile_rows: 129-256 rows; four 64-row tiles) where its CTAs fill
+  //    kPairFullWave .. 1 of a wave (N of 1864-2112 on 132 SMs), at kPairTwoTileRowsPriority: behind the split 128x192
+  //    tiles of D^T where they run (129-192 rows, K >= 4096: 136 x 2048 x 8192 rc 0.98 against 0.70), ahead of the
+  //    rest. H200, session 53, bf16, by name: 2048 x 2048 rr over 136-256 rows 0.84-1.02x torch.matmul against auto's
+  //    128x64 c1x1 0.76-0.86x, rc 0.89-0.97 against 64x64 c1x1 / c1x2's 0.81-0.93 (2-4% behind at 136 and 176 rows),
+  //    224 / 248 / 256 x 2048 x 8192 rc 1.06 / 0.85 / 0.89 against 0.93 / 0.78 / 0.79.
   static constexpr bool kSixtyFourRowPair = kSixtyFourRows && kClusterM == 2 && kClusterN == 1 && kRowMajorA;
-  static constexpr int64_t kPairMinRows = 33, kPairManyWavesMinRows = 49, kPairMinK = 1024, kPairLongK = 8192;
+  static constexpr int kPairTwoTileRowsPriority = 106;
+  static constexpr int64_t kPairMinRows = 33, kPairMinK = 1024, kPairLongK = 8192;
   static constexpr double kPairFullWave = 0.9;
   static bool sixty_four_row_pair_first(const GemmProblem& p) {
     if (p.batch != 1) return false;
@@ -310,8 +352,13 @@ class Sm90Priority {
     const int64_t sms = sm90_tiles::sm_count_of(p);
     if constexpr (kKMajorB)  // x @ W.T: one cluster row
       return p.m > kOneTileRowMin && p.m <= kClusterM * kTileM && p.k >= kPairLongK && ctas <= sms;
-    return p.m >= (sm90_tiles::waves_of(p, ctas) > 2 ? kPairManyWavesMinRows : kPairMinRows) && p.m <= kTileM &&
+    return p.m >= kPairMinRows && p.m <= kTileM &&
            p.k >= kPairMinK && static_cast<double>(ctas) >= kPairFullWave * static_cast<double>(sms);
+  }
+  static bool sixty_four_row_pair_two_tile_rows(const GemmProblem& p) {
+    const int64_t ctas = sm90_tiles::cluster_tiles_of(p, kTileM, kTileN, kClusterM, kClusterN);
+    const int64_t sms = sm90_tiles::sm_count_of(p);
+    return two_tile_rows(p) && ctas <= sms && static_cast<double>(ctas) >= kPairFullWave * static_cast<double>(sms);
   }
   // 192x192 tiles of three consumer warpgroups along M (KernelTmaWarpSpecializedCooperative3WG,
   // sm90_three_warpgroup_kernel.cuh) are for problems whose tiles of it fill half the SMs and whose
@@ -377,8 +424,23 @@ class Sm90Priority {
                                     (kTileN == 160 || (kKMajorB && kTileN == 80));
   static constexpr double kFillTileGain = 1.1;
   static constexpr int kFillTilePriority = 106, kNotFillTilePriority = 50;
+  // The 80-wide tile also goes first for x @ W.T over kTallTileRows + 1 .. 256 rows (two_tile_rows past a 192-row tile
+  // of D^T) with K <= kTwoRowsFillMaxK (as measured; over 8192 kLongKRowCol's split leads) where its CTAs fill
+  // kTwoRowsFillWave .. 1 of a wave (N of 3928-5280 on 132 SMs), where the model above gave 4096 to 128x64 tiles.
+  // H200, session 53, bf16, by name: 200 / 208 / 224 / 248 / 256 x 4096 x 4096 0.83 / 0.87 / 0.99 / 1.01 / 1.00x
+  // torch.matmul against 128x64 c1x2's 0.79 / 0.77 / 0.93 / 0.91 / 0.94x, the fastest kernel at each; N = 5120 (128
+  // CTAs) runs it by the model already.
+  static constexpr double kTwoRowsFillWave = 0.75;
+  static constexpr int64_t kTwoRowsFillMaxK = 4096;
+  static bool fill_tile_two_tile_rows(const GemmProblem& p) {
+    const int64_t ctas = sm90_tiles::cluster_tiles_of(p, 128, kTileN, kClusterM, kClusterN);
+    const int64_t sms = sm90_tiles::sm_count_of(p);
+    return kKMajorB && kTileN == 80 && two_tile_rows(p) && p.m > kTallTileRows && p.k <= kTwoRowsFillMaxK &&
+           ctas <= sms && static_cast<double>(ctas) >= kTwoRowsFillWave * static_cast<double>(sms);
+  }
   static bool fill_tile_first(const GemmProblem& p) {
     using sm90_tiles::modelled_time;
+    if (fill_tile_two_tile_rows(p)) return true;
     if (p.n <= kTileN ||
         2 * sm90_tiles::cluster_tiles_of(p, 128, kTileN, kClusterM, kClusterN) < sm90_tiles::sm_count_of(p))
       return false;
@@ -415,8 +477,10 @@ class Sm90Priority {
       if (p.k < kTileK && sm90_tiles::tiles_of(p, 128, 256) < sm90_tiles::sm_count_of(p))
         return kShorterThanKTilePriority;
     if constexpr (kSplitN) return kSplitNPriority;
-    if constexpr (kSixtyFourRowPair)
+    if constexpr (kSixtyFourRowPair) {
       if (sixty_four_row_pair_first(p)) return kAheadOfTablePriority;
+      if (sixty_four_row_pair_two_tile_rows(p)) return kPairTwoTileRowsPriority;
+    }
     if constexpr (kSixtyFourRows) return kSixtyFourRowsPriority;
     if constexpr (kThreeWarpgroups)
       return fills_waves(p, kWaveFillGain * wave_fill(p, 128, 256)) &&
@@ -429,8 +493,10 @@ class Sm90Priority {
     }
     if constexpr (kSplitK && !kSmallM) {
       const bool long_k = Gemm::tiles_of(p) * 4 <= p.sm_count && (kTileN <= 128 || (kTransposed ? p.m : p.n) > 128);
-      if constexpr (kLongKRowCol)
+      if constexpr (kLongKRowCol) {
+        if (long_k && long_k_two_tile_rows(p)) return kAheadOfTablePriority;
         return long_k && p.m >= kLongKRowColMinM && p.k > kLongKRowColMinK ? kLongKRowColPriority : kNotLongKPriority;
+      }
       return long_k ? registered : kNotLongKPriority;
     }
     if constexpr (kSmallM) return p.m <= kTileN ? kSmallMPriority : kNotSmallMPriority;
@@ -438,7 +504,7 @@ class Sm90Priority {
     if constexpr (kWaveFill)
       return fills_waves(p, kWaveFillGain * wave_fill(p, 128, 256)) ? kWaveFillPriority : kNotWaveFillPriority;
     if constexpr (kWaveFillTransposed) {
-      if (two_tall_tile_rows(p)) return kAheadOfTablePriority;
+      if (one_tall_tile_row(p) || two_tall_tile_rows(p)) return kAheadOfTablePriority;
       return fills_waves(p, kWaveFillGain * std::max(wave_fill(p, 128, 256), wave_fill(p, 128, 192)))
                  ? kWaveFillTransposedPriority
                  : kNotWaveFillPriority;

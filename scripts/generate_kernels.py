@@ -314,7 +314,8 @@ def all_kernels():
     # ... and 64x64 tiles in clusters of 2x1 (W multicast to the two 64-row tiles of X: 128 CTAs where 128x64 tiles
     # make 64), cuBLAS's pick at 128 x 4096 x 4096 rc (H200, torch.profiler: 64x64, 13 stages, 2x1, 15.7 us against
     # our 128x64 c1x4's 16.4), for dx (rr) over 33-64 tokens and x @ W.T (rc) over 97-128 with K >= 8192, where
-    # CutlassSm90Gemm::priority puts them first (kSixtyFourRowPair). H200, session 52, bf16, x torch.matmul against
+    # CutlassSm90Gemm::priority puts them first (kSixtyFourRowPair), and since session 53 over 129-256 tokens where
+    # their 4 x N / 64 CTAs fill one wave (N = 2048). H200, session 52, bf16, x torch.matmul against
     # auto before: 64 x 4096 x 4096 rr 1.03 (0.79), 64 x 8192 x 8192 rr 0.99 (0.79), 64 x 4096 x 6144 rr 1.07 (0.83),
     # 128 x 4096 x 14336 rc 1.07 (1.00), 128 x 4096 x 11008 rc 1.06 (0.98).
     for dtype, la_lb in itertools.product(["bf16", "f16"], ["rc", "rr"]):

@@ -187,7 +187,7 @@ RULES_51 = [
 
 RULES_52 = [
     # 64x64 tiles in clusters of 2x1 (kSixtyFourRowPair): dx over 33-64 rows in a wave of its CTAs with K >= 1024, over
-    # more than two waves from 49 rows (H200, 64 x 4096 x 4096 rr bf16 1.00-1.03x torch.matmul against the table's
+    # more than two waves from 49 rows until session 53 (H200, 64 x 4096 x 4096 rr bf16 1.00-1.03x torch.matmul against the table's
     # split-K 128x128 0.76-0.79x; 40 x 4096 x 6144 0.97x against 0.86x; 56 x 11008 x 4096 1.02x against 0.81x) and
     # x @ W.T over 97-128 rows with K >= 8192 in one wave (128 x 4096 x 14336 rc 1.03-1.07x against split-K 128x192 of
     # D^T's 1.00x; 112 x 2048 x 8192 0.81-0.83x against 0.80-0.81x)
@@ -200,10 +200,40 @@ RULES_52 = [
 ]
 
 
+RULES_53 = [
+    # Over two 128-row tile rows (129-256 rows of x @ W.T and dx; H200, session 53, bf16 by name, x torch.matmul):
+    # 128x128 tiles in clusters of 2x1, not 1x2, on a tie (208 x 8192 x 8192 rr 0.87x against 0.78x; 248 x 8192 x 2048
+    # rr 0.99x against 0.88x) ...
+    (208, 8192, 8192, "rr", torch.bfloat16, None, "sm90_bf16_rr_128x128x64_c2x1_coop_persistent"),
+    (248, 8192, 2048, "rr", torch.float16, None, "sm90_f16_rr_128x128x64_c2x1_coop_persistent"),
+    (224, 6144, 4096, "rc", torch.bfloat16, None, "sm90_bf16_rc_128x128x64_c2x1_coop_persistent"),
+    # ... 128x192 tiles of D^T over 129-192 rows where they fill >= 60% of their waves' slots, K >= 4096 (176 x 14336 x
+    # 4096 rr 1.02x against 128x256's 0.82x; 144 x 28672 x 8192 rc 0.85x against stream-K's 0.70x) ...
+    (176, 14336, 4096, "rr", torch.bfloat16, None, "sm90_bf16_rr_128x192x64_c2x1_coop_persistent_swapab"),
+    (144, 28672, 8192, "rc", torch.float16, None, "sm90_f16_rc_128x192x64_c2x1_coop_persistent_swapab"),
+    (160, 11008, 4096, "rc", torch.bfloat16, None, "sm90_bf16_rc_128x192x64_c2x1_coop_persistent_swapab"),
+    # ... x @ W.T split in parallel over 193-256 rows with K > 8192 (224 x 4096 x 14336 1.06x against 0.90x) ...
+    (224, 4096, 14336, "rc", torch.bfloat16, None, "sm90_bf16_rc_128x256x64_c2x1_coop_splitk"),
+    # ... the 80-wide fill tile for x @ W.T over 193-256 rows with N about 4096, K <= 4096 (248 x 4096 x 4096 1.01x
+    # against 128x64 c1x2's 0.91x) ...
+    (248, 4096, 4096, "rc", torch.bfloat16, None, "sm90_bf16_rc_128x80x64_c2x1_coop_persistent"),
+    (200, 4096, 4096, "rc", torch.float16, None, "sm90_f16_rc_128x80x64_c2x1_coop_persistent"),
+    # ... and the 64-row pair where its 4 x N / 64 CTAs fill one wave (N = 2048: 200 x 2048 x 2048 rr 1.02x against
+    # 128x64 c1x1's 0.86x; 224 x 2048 x 8192 rc 1.06x against 0.93x)
+    (200, 2048, 2048, "rr", torch.bfloat16, None, "sm90_bf16_rr_64x64x64_c2x1_pingpong_persistent"),
+    (224, 2048, 8192, "rc", torch.bfloat16, None, "sm90_bf16_rc_64x64x64_c2x1_pingpong_persistent"),
+    (160, 2048, 2048, "rc", torch.float16, None, "sm90_f16_rc_64x64x64_c2x1_pingpong_persistent"),
+    # The 64-row pair for dx over 33-48 rows over more than two waves of its CTAs too, since the rows past M are read
+    # from memory (40 / 48 x 11008 x 4096 1.02 / 1.01x against auto's 0.83 / 0.74x)
+    (40, 11008, 4096, "rr", torch.bfloat16, None, "sm90_bf16_rr_64x64x64_c2x1_pingpong_persistent"),
+    (48, 14336, 4096, "rr", torch.float16, None, "sm90_f16_rr_64x64x64_c2x1_pingpong_persistent"),
+]
+
+
 RULES = [("39", *r) for r in RULES_39] + [("40", *r) for r in RULES_40] + [("41", *r) for r in RULES_41] + \
     [("45", *r) for r in RULES_45] + [("46", *r) for r in RULES_46] + [("48", *r) for r in RULES_48] + \
     [("49", *r) for r in RULES_49] + [("50", *r) for r in RULES_50] + [("51", *r) for r in RULES_51] + \
-    [("52", *r) for r in RULES_52]
+    [("52", *r) for r in RULES_52] + [("53", *r) for r in RULES_53]
 
 
 @pytest.mark.parametrize("session, m, n, k, layouts, dtype, precision, kernel", RULES,
@@ -308,8 +338,7 @@ def test_the_session_51_rules_stay_in_their_bands():
 
 def test_the_64_row_pair_stays_in_its_bands():
     """64x64 tiles in clusters of 2x1 go first for dx (rr) over 33-64 rows only where K >= 1024 and its CTAs fill
-    90% of a wave (N >= 3776 on 132 SMs), over more than two waves of them only from 49 rows (40 x 14336 x 4096: 0.70x
-    torch.matmul against 128x128 c1x2's 0.85x), not over 96 rows (96 x 14336 x 4096: 0.73x against 1.04x), nor
+    90% of a wave (N >= 3776 on 132 SMs), not over 96 rows (96 x 14336 x 4096: 0.73x against 1.04x), nor
     batched; for x @ W.T (rc) only over 97-128 rows with K >= 8192 and at most one wave of CTAs: not 64-96 rows (72 x
     4096 x 14336: 0.74x against the table's 64x64 c1x2's 0.82x; at 64 rows that tile and c1x1 ran 1.11-1.20x), K =
     4096 (96 x 4096 x 4096: 1.00x against 128x64 c1x4's 1.06x) or N = 8192 (two waves); weight gradients (cr) never."""
@@ -317,7 +346,7 @@ def test_the_64_row_pair_stays_in_its_bands():
     if not pair & {x["name"] for x in pg.kernels()}:
         pytest.skip("the 64-row pair is not in this build")
     for m, n, k, layouts in ((96, 14336, 4096, "rr"), (32, 4096, 4096, "rr"), (64, 2048, 4096, "rr"),
-                             (64, 4096, 512, "rr"), (40, 14336, 4096, "rr"), (48, 11008, 4096, "rr"),
+                             (64, 4096, 512, "rr"),
                              (64, 4096, 14336, "rc"), (72, 4096, 14336, "rc"), (96, 4096, 11008, "rc"),
                              (96, 4096, 4096, "rc"),
                              (128, 8192, 8192, "rc"), (160, 4096, 14336, "rc"), (64, 4096, 4096, "cr")):
@@ -328,3 +357,28 @@ def test_the_64_row_pair_stays_in_its_bands():
     if any(t["device"] == "NVIDIA H100 80GB HBM3" for t in heuristics.load_tables()):
         assert plan["kernel"] == "sm90_bf16_rr_64x64x64_c2x1_pingpong_persistent"
         assert "registered after the measured table was swept (the table's pick: sm90_" in plan["reason"]
+
+
+def test_the_two_tile_row_rules_stay_in_their_band():
+    """Session 53's rules run over 129-256 rows of x @ W.T and dx only (one batch): 128x128 tiles keep clusters of 1x2
+    on a tie over 384 rows and for weight gradients (cr); 128x192 tiles of D^T leave N = 8192 (64 tiles, behind there),
+    208 rows (two of their tile columns) and K = 2048 to the others; the rc split leaves 129-192 rows to the split
+    128x192 tiles of D^T and K = 8192 to the others; the 80-wide fill tile leaves N = 6144 (two waves of its CTAs),
+    K = 8192 (not measured) and 136 rows (the split 128x192 tiles of D^T: 0.85x against 0.80x); the 64-row pair leaves N = 1024 (half a wave)
+    and 136 x 2048 x 8192 rc (the split tiles of D^T: 0.98x against 0.70x)."""
+    names = {x["name"] for x in pg.kernels()}
+    if "sm90_bf16_rr_128x128x64_c2x1_coop_persistent" not in names:
+        pytest.skip("the 2x1 pairs are not in this build")
+    checks = [("sm90_bf16_{}_128x128x64_c2x1_coop_persistent", ((384, 8192, 8192, "rr"), (208, 8192, 8192, "cr"))),
+              ("sm90_bf16_{}_128x192x64_c2x1_coop_persistent_swapab",
+               ((176, 8192, 8192, "rr"), (208, 14336, 4096, "rr"))),
+              ("sm90_bf16_{}_128x256x64_c2x1_coop_splitk", ((176, 4096, 14336, "rc"), (224, 4096, 8192, "rc"))),
+              ("sm90_bf16_{}_128x80x64_c2x1_coop_persistent",
+               ((224, 6144, 4096, "rc"), (136, 4096, 4096, "rc"), (224, 4096, 8192, "rc"))),
+              ("sm90_bf16_{}_64x64x64_c2x1_pingpong_persistent", ((224, 1024, 4096, "rc"), (136, 2048, 8192, "rc")))]
+    for pattern, problems in checks:
+        for m, n, k, layouts in problems:
+            assert rules_choice(*meta_operands(m, n, k, layouts)) != pattern.format(layouts), (m, n, k, layouts)
+    batched = torch.empty(2, 208, 8192, device="meta", dtype=torch.bfloat16)
+    assert rules_choice(batched, torch.empty(2, 8192, 8192, device="meta", dtype=torch.bfloat16)) != \
+        "sm90_bf16_rr_128x128x64_c2x1_coop_persistent"
