@@ -90,7 +90,7 @@ class Sm90Priority {
   static constexpr int kWithoutBiasPriority = 60;
   // A kernel that swaps A and B for its own sake (not tf32's K-major need: see kTransposed) with a
   // narrow N tile is for few rows of the user's M: first for m up to that width, last otherwise.
-  static constexpr bool kSmallM = kTransposed && !std::is_same_v<Element, float> && kTileN < 128;
+  static constexpr bool kSmallM = kTransposed && !std::is_same_v<Element, float> && kTileM == 128 && kTileN < 128;
   static constexpr int kSmallMPriority = 110, kNotSmallMPriority = 40;
   // A tile narrower than 128 (N 64: attention's head dimension, batches of narrow products) is for
   // problems no wider than it, where a wider tile's wgmmas would multiply padding: first there
@@ -316,6 +316,10 @@ class Sm90Priority {
   // they lead; by rule they rank last.
   static constexpr bool kSixtyFourRows = kTileM == 64 && !kTransposed;
   static constexpr int kSixtyFourRowsPriority = 30;
+  // 64-row tiles of D^T (64 rows of W by the tokens; tuning candidates, scripts/tuning_kernels.py: the decode tiles
+  // of 16 and 32 tokens, behind small_mn there, and session 53's 96- and 128-token ones, not yet timed) rank last too,
+  // not as kSmallM.
+  static constexpr bool kSixtyFourRowsTransposed = kTileM == 64 && kTransposed;
   // Except 64x64 tiles in clusters of 2x1 (B multicast to the cluster's two 64-row tiles; cuBLAS's tile at 128 x 4096
   // x 4096 rc on the H200): 2 x ceil(N / 64) CTAs where 128-row tiles launch half as many. First (kAheadOfTablePriority:
   // registered after the H100 table, they run where a rule puts them first, at its points and between them) for
@@ -481,7 +485,7 @@ class Sm90Priority {
       if (sixty_four_row_pair_first(p)) return kAheadOfTablePriority;
       if (sixty_four_row_pair_two_tile_rows(p)) return kPairTwoTileRowsPriority;
     }
-    if constexpr (kSixtyFourRows) return kSixtyFourRowsPriority;
+    if constexpr (kSixtyFourRows || kSixtyFourRowsTransposed) return kSixtyFourRowsPriority;
     if constexpr (kThreeWarpgroups)
       return fills_waves(p, kWaveFillGain * wave_fill(p, 128, 256)) &&
                      own_wave_fill(p) >= std::max(wave_fill(p, 128, 192), wave_fill(p, 192, 128))

@@ -235,4 +235,11 @@ def candidates():
         sm80("bf16", "rr", (64, 64, 32), (32, 32, 32), stages=stages, alignment=8) for stages in (3, 4)
     ] + [
         sm80("bf16", "rr", (64, 64, 64), (32, 32, 64), stages=4, alignment=8),
+    ] + [  # x @ W.T and dx over 129-256 tokens as cuBLAS tiles them (H200, session 53, torch.profiler: nvjet 64x72 at 136
+        # rows, 64x96 at 176, 64x112 at 208, clusters of 2x1: two tiles of ceil(M / 2) rows by 64 of N): D^T tiles of 64
+        # rows of W by 96 or 128 tokens (wgmma N), one consumer warpgroup a tile (ping-pong), the tokens multicast to
+        # the cluster's two W tiles. Not yet timed (compiled for sm_90a only); they rank last by rule
+        # (kSixtyFourRowsTransposed). 176 x 4096 x 4096 rr runs split-K 128x192 of D^T at 23.2 us, cuBLAS 17.8.
+        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (64, tokens, 64), (2, 1), "pingpong", "persistent", swap_ab=True)
+        for la_lb, tokens in itertools.product(["rr", "rc"], [96, 128])
     ]
