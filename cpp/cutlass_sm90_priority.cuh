@@ -39,6 +39,14 @@ class Sm90Priority {
   static bool fills_waves(const GemmProblem& p, double fill) {
     return 2 * Gemm::tiles_of(p) >= sm90_tiles::sm_count_of(p) && own_wave_fill(p) >= fill;
   }
+  // Whether the CTAs the kernel launches (its tiles of D rounded up to whole clusters) fill `fill` .. 1 of one wave
+  // of SMs (session 53's two-tile-row rules for the 64-row pair and the 80-wide fill tile).
+  static bool own_ctas_fill_one_wave(const GemmProblem& p, double fill) {
+    const int64_t ctas = sm90_tiles::cluster_tiles_of(p, Gemm::kTileOfDM, Gemm::kTileOfDN, Gemm::kClusterOfDM,
+                                                      Gemm::kClusterOfDN);
+    const int64_t sms = sm90_tiles::sm_count_of(p);
+    return ctas <= sms && static_cast<double>(ctas) >= fill * static_cast<double>(sms);
+  }
 
  public:
   // A persistent kernel gives each output tile to one SM, so when its tiles fill the waves of SMs
@@ -356,13 +364,11 @@ class Sm90Priority {
     const int64_t sms = sm90_tiles::sm_count_of(p);
     if constexpr (kKMajorB)  // x @ W.T: one cluster row
       return p.m > kOneTileRowMin && p.m <= kClusterM * kTileM && p.k >= kPairLongK && ctas <= sms;
-    return p.m >= kPairMinRows && p.m <= kTileM &&
-           p.k >= kPairMinK && static_cast<double>(ctas) >= kPairFullWave * static_cast<double>(sms);
+    return p.m >= kPairMinRows && p.m <= kTileM && p.k >= kPairMinK &&
+           static_cast<double>(ctas) >= kPairFullWave * static_cast<double>(sms);
   }
   static bool sixty_four_row_pair_two_tile_rows(const GemmProblem& p) {
-    const int64_t ctas = sm90_tiles::cluster_tiles_of(p, kTileM, kTileN, kClusterM, kClusterN);
-    const int64_t sms = sm90_tiles::sm_count_of(p);
-    return two_tile_rows(p) && ctas <= sms && static_cast<double>(ctas) >= kPairFullWave * static_cast<double>(sms);
+    return two_tile_rows(p) && own_ctas_fill_one_wave(p, kPairFullWave);
   }
   // 192x192 tiles of three consumer warpgroups along M (KernelTmaWarpSpecializedCooperative3WG,
   // sm90_three_warpgroup_kernel.cuh) are for problems whose tiles of it fill half the SMs and whose
@@ -437,10 +443,8 @@ class Sm90Priority {
   static constexpr double kTwoRowsFillWave = 0.75;
   static constexpr int64_t kTwoRowsFillMaxK = 4096;
   static bool fill_tile_two_tile_rows(const GemmProblem& p) {
-    const int64_t ctas = sm90_tiles::cluster_tiles_of(p, 128, kTileN, kClusterM, kClusterN);
-    const int64_t sms = sm90_tiles::sm_count_of(p);
     return kKMajorB && kTileN == 80 && two_tile_rows(p) && p.m > kTallTileRows && p.k <= kTwoRowsFillMaxK &&
-           ctas <= sms && static_cast<double>(ctas) >= kTwoRowsFillWave * static_cast<double>(sms);
+           own_ctas_fill_one_wave(p, kTwoRowsFillWave);
   }
   static bool fill_tile_first(const GemmProblem& p) {
     using sm90_tiles::modelled_time;
