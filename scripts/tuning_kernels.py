@@ -1,6 +1,6 @@
 """The tuning candidates: kernels built beside the package's own (scripts/generate_kernels.py --tuning;
 CMake -DPYCUTLASS_GEMM_TUNING=ON) so the benchmark can set them side by side, each with what was
-measured of it. One moves into generate_kernels.all_kernels() only when a run shows it beats what
+measured of it. One moves into scripts/registered_kernels.py only when a run shows it beats what
 auto picks now (notes/measurements.md).
 """
 import itertools
@@ -202,7 +202,7 @@ def candidates():
         # delay (cpp/cutlass_sm90_gemm.cuh, kMeasuredDelayStore: 128x256, 192x192, and since session 36 128x192
         # c2x1, 128x128 c1x2 and 128x64 c1x2, measured as candidates: equal or ahead by a digit of the bench's three)
         Kernel("sm90", "bf16", "r", "r", (128, 128, 64), (1, 1), "coop", "streamk", delay_store=True)
-    ] + [  # bf16 x @ W.T (rc) over 512-1024 tokens beside the fill tiles registered in session 41 (generate_kernels.py:
+    ] + [  # bf16 x @ W.T (rc) over 512-1024 tokens beside the fill tiles registered in session 41 (registered_kernels.py:
         # 128 x 80 / 160 / 176 and 128x128 in clusters of 2x1). H200, session 41, x cuBLAS: 128x80 in clusters of 1x2
         # 0.84x at 512x2560x3072 (2x1: 0.88x), 128x96 c1x2 0.83x at 512x3072x4096 (128x128 c1x2 0.80x) and 0.76x at
         # 512x2560x3072, 128x64 in clusters of 4x1 0.90x at 1024x896x4096 (128x64 c1x2 0.84x) but 0.30x at
@@ -217,7 +217,7 @@ def candidates():
         # session 41, bf16, x cuBLAS 0.91x at 512x11008x4096 (128x192 0.85x), 3000x3584x8960 0.91x the time of
         # 128x256; the fill rule (kFillTile, gain 1.1) never puts it first: at most 7% less modelled time than 192
         Kernel("sm90", dtype, "r", "c", (128, 176, 64), (2, 1), "coop", "persistent") for dtype in ("bf16", "f16")
-    ] + [  # tf32x3 with the layouts' other mainloop (all_kernels: A split in registers or in shared memory)
+    ] + [  # tf32x3 with the layouts' other mainloop (registered_kernels.py: A split in registers or in shared memory)
         Kernel("sm90", "tf32x3", la_lb[0], la_lb[1], (128, 128, 32), (1, 1),
                {"rr": "cooptrunc", "rc": "cooptrunc", "cr": "coop", "cc": "coopregistera"}[la_lb], scheduler, promote=1)
         for la_lb, scheduler in itertools.product(LAYOUTS, ["persistent", "streamk"])
