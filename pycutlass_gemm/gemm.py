@@ -213,9 +213,14 @@ def gemm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor | None = None, *, alp
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, *, precision: str | None = None) -> torch.Tensor:
-    """``torch.matmul(a, b)`` for 1-D to 3-D operands (3-D batches broadcast), through the
-    package's kernels. Vectors become 1-row / 1-column views, as torch.matmul treats them; a 3-D
-    ``a`` times a 2-D ``b`` is one 2-D product over the folded batch when ``a``'s rows allow it."""
+    """``torch.matmul(a, b)`` through the package's kernels, for operands of any number of dimensions.
+
+    Vectors become 1-row / 1-column matrices, as torch.matmul treats them. Batch dimensions broadcast; a product of
+    more than one batch dimension runs as one batched product over them, folded into one batch by a view. A 3-D or
+    larger ``a`` times a 2-D ``b`` is one 2-D product over ``a``'s batch and rows where they fold into rows of one
+    matrix, as torch folds them. Nothing is copied: where an operand's batch dimensions do not fold into one batch
+    stride (a broadcast inner batch dimension, a permuted batch), torch.matmul copies the operand and this raises
+    ValueError, naming it, so the copy is the caller's to make."""
     # The common case first, inlined (it is on every call's path, and each Python call layer costs
     # a model's step host time): two plain 2-D tensors, eager, no dispatch mode; what gemm does.
     if (not _is_compiling() and type(a) in _PLAIN_TENSORS and type(b) in _PLAIN_TENSORS and a.dim() == 2
@@ -230,15 +235,52 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, precision: str | None = None) ->
     for name, t in (("a", a), ("b", b)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-        if not 1 <= t.dim() <= 3:
-            raise ValueError(f"pycutlass_gemm.matmul takes 1-D to 3-D operands, {name} is {t.dim()}-D")
-    if a.dim() == 3 and b.dim() == 2 and a.stride(1) == a.shape[2] * a.stride(2) and a.stride(0) == a.shape[1] * a.stride(1):
-        # (batch, m, k) row-major over batch and m: one (batch*m, k) matrix, as torch folds it.
-        folded = a.view(a.shape[0] * a.shape[1], a.shape[2]) if a.numel() else a.reshape(-1, a.shape[2])
-        return gemm(folded, b, precision=precision).view(a.shape[0], a.shape[1], b.shape[1])
+        if t.dim() == 0:
+            raise ValueError(f"pycutlass_gemm.matmul needs operands of at least 1 dimension, {name} is 0-D")
     a2 = a.unsqueeze(0) if a.dim() == 1 else a
     b2 = b.unsqueeze(-1) if b.dim() == 1 else b
-    result = gemm(a2, b2, precision=precision)
+    (m, k), (k_b, n) = a2.shape[-2:], b2.shape[-2:]
+    try:
+        batch = torch.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    except RuntimeError:
+        raise ValueError(f"pycutlass_gemm.matmul: the batch dimensions of a {tuple(a.shape)} and b {tuple(b.shape)} "
+                         f"do not broadcast") from None
+    if a2.dim() > 2 and b2.shape[:-2].numel() == 1:  # (..., m, k) @ (k, n): one 2-D product where a's rows fold
+        rows = _fold(a2, (a2.shape[:-2].numel() * m, k))
+        if rows is not None:
+            result = gemm(rows, b2.view(k_b, n) if b2.dim() > 2 else b2, precision=precision)
+            return _unvector(result.view(*batch, m, n), a, b)
+    result = gemm(_batch_of(a2, "a", batch), _batch_of(b2, "b", batch), precision=precision)
+    return _unvector(result.view(*batch, m, n), a, b)
+
+
+def _fold(t: torch.Tensor, shape: tuple) -> torch.Tensor | None:
+    """``t`` viewed as ``shape`` (its leading dimensions merged), or None where that would need a copy."""
+    try:
+        return t.view(shape)
+    except RuntimeError:  # strides that do not merge: view's refusal, never a copy
+        return None
+
+
+def _batch_of(t: torch.Tensor, name: str, batch: torch.Size) -> torch.Tensor:
+    """An operand of matmul as gemm takes it: 2-D where it has no batch of its own to run (broadcast with batch
+    stride 0), else 3-D, its batch dimensions broadcast to ``batch`` and merged into one by a view."""
+    rows, cols = t.shape[-2:]
+    if t.shape[:-2].numel() == 1 and batch.numel() != 1:
+        return t.view(rows, cols) if t.dim() > 2 else t
+    if t.dim() == 2 and batch.numel() == 1:
+        return t
+    folded = _fold(t.expand(*batch, rows, cols), (batch.numel(), rows, cols))
+    if folded is None:
+        raise ValueError(f"pycutlass_gemm.matmul: the batch dimensions of {name} (shape {tuple(t.shape)}, strides "
+                         f"{t.stride()}, broadcast to {tuple(batch)}) do not fold into one batch stride; torch.matmul "
+                         f"would copy {name} here -- pass {name}.expand(...).contiguous() (or {name}.contiguous()) to "
+                         f"make that copy yourself")
+    return folded
+
+
+def _unvector(result: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Drop the row / column a vector operand was given, as torch.matmul does."""
     if a.dim() == 1:
         result = result.squeeze(-2)
     if b.dim() == 1:

@@ -396,7 +396,3 @@ def test_custom_op_fake_shapes():
     assert out.shape == (4, 5, 3) and out.dtype == torch.bfloat16
     assert op(a3, b3[0], None, 1.0, 0.0, "auto", "ieee").shape == (4, 5, 3)
 
-
-def test_matmul_rejects_more_than_3d():
-    with pytest.raises(ValueError, match="1-D to 3-D"):
-        pg.matmul(torch.ones(1, 2, 3, 4), torch.ones(4, 2))

@@ -60,6 +60,24 @@ def test_matmul_vectors_like_torch(shapes):
     assert torch.allclose(out, ref, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=dtype_id)
+@pytest.mark.parametrize("shapes", [((2, 3, 130, 72), (2, 3, 72, 200)), ((2, 3, 130, 72), (72, 200)),
+                                    ((2, 3, 130, 72), (1, 1, 72, 200)), ((72,), (2, 3, 72, 200)),
+                                    ((2, 3, 130, 72), (72,)), ((1, 130, 72), (2, 3, 72, 200))], ids=str)
+def test_matmul_batches(dtype, shapes):
+    """More than one batch dimension, as torch.matmul takes them: one product over the batches folded by a view
+    (test_matmul_batches_cpu.py checks what gemm gets)."""
+    a, b = (torch.randn(s, device="cuda").to(dtype) for s in shapes)
+    out = pg.matmul(a, b, precision="ieee")
+    ref = torch.matmul(a.double(), b.double())
+    assert out.shape == ref.shape and out.dtype == dtype
+    assert rel(out, ref) < tolerance(dtype, "ieee", 72)
+    small = {130: 4, 72: 5, 200: 3}  # the same batches over small matrices: gradcheck is slow
+    a64, b64 = (torch.randn([small.get(d, d) for d in s], device="cuda", dtype=torch.float64, requires_grad=True)
+                for s in shapes)
+    assert torch.autograd.gradcheck(pg.matmul, (a64, b64))
+
+
 def test_gradcheck_float64():
     a = torch.randn(9, 13, device="cuda", dtype=torch.float64, requires_grad=True)
     b = torch.randn(11, 13, device="cuda", dtype=torch.float64, requires_grad=True)  # used as b.T
