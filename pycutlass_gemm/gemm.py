@@ -246,7 +246,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, precision: str | None = None) ->
         raise ValueError(f"pycutlass_gemm.matmul: the batch dimensions of a {tuple(a.shape)} and b {tuple(b.shape)} "
                          f"do not broadcast") from None
     if a2.dim() > 2 and b2.shape[:-2].numel() == 1:  # (..., m, k) @ (k, n): one 2-D product where a's rows fold
-        rows = _fold(a2, (a2.shape[:-2].numel() * m, k))
+        rows = _fold(a2, a2.dim() - 1, (a2.shape[:-2].numel() * m, k))
         if rows is not None:
             result = gemm(rows, b2.view(k_b, n) if b2.dim() > 2 else b2, precision=precision)
             return _unvector(result.view(*batch, m, n), a, b)
@@ -254,12 +254,15 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, precision: str | None = None) ->
     return _unvector(result.view(*batch, m, n), a, b)
 
 
-def _fold(t: torch.Tensor, shape: tuple) -> torch.Tensor | None:
-    """``t`` viewed as ``shape`` (its leading dimensions merged), or None where that would need a copy."""
-    try:
+def _fold(t: torch.Tensor, merged: int, shape: tuple) -> torch.Tensor | None:
+    """``t`` viewed as ``shape``, its first ``merged`` dimensions merged into one, or None where their strides do
+    not merge (a view would need a copy). Decided from the strides, not by trying the view: a traced call
+    (torch.compile) then raises matmul's ValueError too, not the tracer's error about a failed view."""
+    sizes, strides = t.shape[:merged], t.stride()[:merged]
+    kept = [(size, stride) for size, stride in zip(sizes, strides) if size != 1]  # a dimension of 1: any stride
+    if 0 in sizes or all(kept[i][1] == kept[i + 1][1] * kept[i + 1][0] for i in range(len(kept) - 1)):
         return t.view(shape)
-    except RuntimeError:  # strides that do not merge: view's refusal, never a copy
-        return None
+    return None
 
 
 def _batch_of(t: torch.Tensor, name: str, batch: torch.Size) -> torch.Tensor:
@@ -270,7 +273,7 @@ def _batch_of(t: torch.Tensor, name: str, batch: torch.Size) -> torch.Tensor:
         return t.view(rows, cols) if t.dim() > 2 else t
     if t.dim() == 2 and batch.numel() == 1:
         return t
-    folded = _fold(t.expand(*batch, rows, cols), (batch.numel(), rows, cols))
+    folded = _fold(t.expand(*batch, rows, cols), len(batch), (batch.numel(), rows, cols))
     if folded is None:
         raise ValueError(f"pycutlass_gemm.matmul: the batch dimensions of {name} (shape {tuple(t.shape)}, strides "
                          f"{t.stride()}, broadcast to {tuple(batch)}) do not fold into one batch stride; torch.matmul "

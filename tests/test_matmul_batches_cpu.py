@@ -101,3 +101,15 @@ def test_matmul_errors_before_any_launch(gemm_calls, shape_a, shape_b, match):
 def test_matmul_of_cpu_tensors_says_it_needs_cuda():
     with pytest.raises(ValueError, match="CUDA"):
         pg.matmul(torch.ones(2, 3, 4, 5), torch.ones(2, 3, 5, 6))
+
+
+def test_matmul_batches_under_torch_compile():
+    """Traced (meta operands: the op's fake implementation): the folded product in one graph, and the same
+    ValueError where a batch does not fold (from the strides, not from a failed view inside the trace)."""
+    meta = lambda *shape: torch.empty(*shape, device="meta", dtype=torch.bfloat16)  # noqa: E731
+    compiled = torch.compile(pg.matmul, backend="aot_eager", fullgraph=True)
+    assert compiled(meta(2, 3, 4, 5), meta(2, 3, 5, 6)).shape == (2, 3, 4, 6)
+    assert compiled(meta(2, 3, 4, 5), meta(5, 6)).shape == (2, 3, 4, 6)
+    graph_breaking = torch.compile(pg.matmul, backend="aot_eager")  # fullgraph refuses any raise in the trace
+    with pytest.raises(ValueError, match="batch dimensions of a"):
+        graph_breaking(meta(3, 2, 4, 5).permute(1, 0, 2, 3), meta(2, 3, 5, 6))
