@@ -20,6 +20,8 @@ registration (below) torch.compile uses.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from . import _C
@@ -239,19 +241,35 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, precision: str | None = None) ->
             raise ValueError(f"pycutlass_gemm.matmul needs operands of at least 1 dimension, {name} is 0-D")
     a2 = a.unsqueeze(0) if a.dim() == 1 else a
     b2 = b.unsqueeze(-1) if b.dim() == 1 else b
-    (m, k), (k_b, n) = a2.shape[-2:], b2.shape[-2:]
-    try:
-        batch = torch.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
-    except RuntimeError:
+    if a2.dim() == 3 and b2.dim() == 2:  # (batch, m, k) @ (k, n): one (batch * m, k) matrix where the rows fold
+        batch, m, k = a2.shape
+        if m == 1 or batch == 1 or a2.stride(0) == m * a2.stride(1) or a2.numel() == 0:
+            return _unvector(gemm(a2.view(batch * m, k), b2, precision=precision).view(batch, m, b2.shape[1]), a, b)
+    if a2.dim() <= 3 and b2.dim() <= 3:  # one batch dimension at most: gemm's own (a batch of one broadcasts)
+        return _unvector(gemm(a2, b2, precision=precision), a, b)
+    return _unvector(_batches_folded(a2, b2, precision), a, b)
+
+
+def _batches_folded(a: torch.Tensor, b: torch.Tensor, precision: str | None) -> torch.Tensor:
+    """matmul past three dimensions: the batch dimensions broadcast and merged into one by a view."""
+    batch = _broadcast(a.shape[:-2], b.shape[:-2])
+    if batch is None:
         raise ValueError(f"pycutlass_gemm.matmul: the batch dimensions of a {tuple(a.shape)} and b {tuple(b.shape)} "
-                         f"do not broadcast") from None
-    if a2.dim() > 2 and b2.shape[:-2].numel() == 1:  # (..., m, k) @ (k, n): one 2-D product where a's rows fold
-        rows = _fold(a2, a2.dim() - 1, (a2.shape[:-2].numel() * m, k))
+                         f"do not broadcast")
+    (m, k), (k_b, n), count = a.shape[-2:], b.shape[-2:], math.prod(batch)
+    if a.dim() > 2 and math.prod(b.shape[:-2]) == 1:  # (..., m, k) @ (k, n): one 2-D product where a's rows fold
+        rows = _fold(a, a.dim() - 1, (math.prod(a.shape[:-2]) * m, k))
         if rows is not None:
-            result = gemm(rows, b2.view(k_b, n) if b2.dim() > 2 else b2, precision=precision)
-            return _unvector(result.view(*batch, m, n), a, b)
-    result = gemm(_batch_of(a2, "a", batch), _batch_of(b2, "b", batch), precision=precision)
-    return _unvector(result.view(*batch, m, n), a, b)
+            return gemm(rows, b.view(k_b, n), precision=precision).view(*batch, m, n)
+    return gemm(_batch_of(a, "a", batch, count), _batch_of(b, "b", batch, count), precision=precision).view(*batch, m, n)
+
+
+def _broadcast(x: tuple, y: tuple) -> tuple | None:
+    """torch's broadcast of two batch shapes (None where they do not broadcast); plain tuples, for the host's time."""
+    x, y = (1,) * (len(y) - len(x)) + tuple(x), (1,) * (len(x) - len(y)) + tuple(y)
+    if any(p != q and p != 1 and q != 1 for p, q in zip(x, y)):
+        return None
+    return tuple(q if p == 1 else p for p, q in zip(x, y))
 
 
 def _fold(t: torch.Tensor, merged: int, shape: tuple) -> torch.Tensor | None:
@@ -265,18 +283,19 @@ def _fold(t: torch.Tensor, merged: int, shape: tuple) -> torch.Tensor | None:
     return None
 
 
-def _batch_of(t: torch.Tensor, name: str, batch: torch.Size) -> torch.Tensor:
-    """An operand of matmul as gemm takes it: 2-D where it has no batch of its own to run (broadcast with batch
-    stride 0), else 3-D, its batch dimensions broadcast to ``batch`` and merged into one by a view."""
+def _batch_of(t: torch.Tensor, name: str, batch: tuple, count: int) -> torch.Tensor:
+    """An operand as gemm takes it: 2-D where it has no batch of its own to run (broadcast with batch stride 0),
+    else 3-D, its batch dimensions broadcast to ``batch`` and merged into one (``count``) by a view."""
     rows, cols = t.shape[-2:]
-    if t.shape[:-2].numel() == 1 and batch.numel() != 1:
-        return t.view(rows, cols) if t.dim() > 2 else t
-    if t.dim() == 2 and batch.numel() == 1:
+    if t.dim() == 2:
         return t
-    folded = _fold(t.expand(*batch, rows, cols), len(batch), (batch.numel(), rows, cols))
+    if count != 1 and math.prod(t.shape[:-2]) == 1:
+        return t.view(rows, cols)
+    expanded = t if tuple(t.shape[:-2]) == batch else t.expand(*batch, rows, cols)
+    folded = _fold(expanded, len(batch), (count, rows, cols))
     if folded is None:
         raise ValueError(f"pycutlass_gemm.matmul: the batch dimensions of {name} (shape {tuple(t.shape)}, strides "
-                         f"{t.stride()}, broadcast to {tuple(batch)}) do not fold into one batch stride; torch.matmul "
+                         f"{t.stride()}, broadcast to {batch}) do not fold into one batch stride; torch.matmul "
                          f"would copy {name} here -- pass {name}.expand(...).contiguous() (or {name}.contiguous()) to "
                          f"make that copy yourself")
     return folded

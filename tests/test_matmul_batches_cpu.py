@@ -22,7 +22,7 @@ FOLDABLE = [
     ((2, 3, 4, 7), (7,), (2, 2)),               # a batch times a vector: one 2-D product
     ((3, 4, 5), (2, 3, 5, 6), None),
     ((2, 2, 3, 4, 5), (2, 2, 3, 5, 6), (3, 3)),  # five dimensions
-    ((1, 4, 5), (3, 5, 6), (2, 3)),             # 3-D batch of one: broadcast as a 2-D operand
+    ((1, 4, 5), (3, 5, 6), (3, 3)),             # 3-D: gemm broadcasts the batch of one itself
 ]
 NOT_FOLDABLE = [
     ((2, 1, 4, 5), (2, 3, 5, 6), "a"),  # a's batch (2, 1) broadcast to (2, 3): strides (20, 0) do not merge
