@@ -1,8 +1,10 @@
-"""Where the memory-bound products lose to cuBLAS or miss issue 10's targets (128 x 4096 x 4096 x @ W.T at 0.92x, 256 x
-256 x 131072 at 0.90x, 176 x 4096 x 4096 dx at 0.88x, 16 x 4096 x 4096 at 1.14x of 1.3x; H200, session 53): each named kernel and torch.matmul launched once after an
-L2 flush, under Nsight Compute. Planned in session 54 (no GPU lent); run by notes/ncu-memory-bound.sh:
+"""Where the memory-bound products lose to cuBLAS or miss issue 10's targets (H200, session 53: 128 x 4096 x 4096
+x @ W.T 0.92x, 256 x 256 x 131072 0.90x, 176 x 4096 x 4096 dx 0.88x, 16 x 4096 x 4096 1.14x of the 1.3x asked): each
+named kernel and torch.matmul launched once after an L2 flush, under Nsight Compute. Planned in session 54 (no GPU
+lent); run by notes/ncu-memory-bound.sh:
     ncu --profile-from-start off --clock-control none --metrics ... python3 notes/ncu-memory-bound.py
-ncu reports the kernels in the order the lines below name their calls. Kernels a build does not hold are left out (a line says so); every launch is checked against float64 first."""
+ncu reports the kernels in the order the lines below name their calls. Kernels a build does not hold are left out (a
+line says so); every launch is checked against float64 first."""
 import torch
 
 import pycutlass_gemm as pg
