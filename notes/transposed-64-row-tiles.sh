@@ -4,8 +4,9 @@
 # candidates of ours -- 64x96 and 64x128 tiles of D^T, ping-pong, clusters of 2x1 (scripts/tuning_kernels.py) -- built
 # beside the bf16 rr / rc SM90 kernels they compete with, checked against float64 (the GPU suite's cases), then timed
 # by name over the two-rows, band and wide grids (notes/random-shapes-session47.py) against auto and torch.matmul.
-#   run(command="bash notes/transposed-64-row-tiles.sh", carry=[".whl"])   # ~150 s build + ~60 s tests + ~200 s grids
-# A wheel it builds lands in $OUT/wheel (carry it back as PREBUILT=dir to skip the build).
+#   run(command="PREBUILT=.scratch/wheel54 bash notes/transposed-64-row-tiles.sh", carry=[".whl", ".scratch/wheel54"])
+# (~60 s tests + ~200 s grids; a build when the wheel is not there or does not import: ~150-250 s on 16 cores). A wheel
+# it builds lands in $OUT/wheel.
 set -o pipefail
 export PYTHONUNBUFFERED=1
 cd "$(dirname "$0")/.."
@@ -15,8 +16,15 @@ candidates='sm90_bf16_r[rc]_64x(96|128)x64_c2x1_pingpong_persistent_swapab'
 # so that PYCUTLASS_GEMM_TUNING=ON adds the four candidates and none of the other tuning kernels.
 registered=$(python3 scripts/generate_kernels.py --list --filter '^sm90_bf16_r[rc]_(?!.*(anyout|coopstaged|bias))' | paste -sd'|')
 export SKBUILD_CMAKE_DEFINE="PYCUTLASS_GEMM_KERNELS=^($registered)\$|$candidates;PYCUTLASS_GEMM_TUNING=ON"
-SKIP_TESTS=1 bash scripts/gpu_check.sh || exit 1
-python3 -c "import pycutlass_gemm as pg; print(len(pg.kernels()), 'kernels')"
+# PREBUILT=dir: a wheel of this kernel set built elsewhere (session 54 built one on its CPU machine, cp312); built
+# here if it does not import (another Python, an older C library).
+ls "${PREBUILT:-/nonexistent}"/pycutlass_gemm-*.whl >/dev/null 2>&1 || PREBUILT=
+if [ -n "$PREBUILT" ] && PREBUILT=$PREBUILT SKIP_TESTS=1 bash scripts/gpu_check.sh && (cd /tmp && python3 -c "import pycutlass_gemm._C"); then
+  echo "the prebuilt wheel: $(ls "$PREBUILT")"
+else
+  PREBUILT= SKIP_TESTS=1 bash scripts/gpu_check.sh || exit 1
+fi
+(cd /tmp && python3 -c "import pycutlass_gemm as pg; print(len(pg.kernels()), 'kernels')")
 (cd tests && timeout 240 python3 -m pytest -q -p no:cacheprovider -x test_cutlass_kernels_gpu.py test_rows_past_the_edge_gpu.py \
   -k "64x96x64 or 64x128x64_c2x1" 2>&1 | tail -n 5)
 echo "build+tests $(( $(date +%s) - start )) s"
