@@ -17,7 +17,6 @@ Every generated kernel is built for sm_90a only: the package's CUTLASS kernels a
 Hopper, and every other GPU runs the fallback kernel (see CMakeLists.txt).
 """
 import argparse
-import itertools
 import re
 import sys
 from dataclasses import dataclass
