@@ -12,6 +12,13 @@
 // (1024x64x1024) rr 0.039 (1.00x) -> 0.034 (1.11x); 4096^3 and the other operand layouts unchanged.
 // An operand that other tiles re-read keeps EVICT_NORMAL: evict-first on both operands of
 // 256x256x524288's 128x64 tiles (A read by four N tiles, B by two) ran 0.228 -> 0.279 ms.
+// A cluster's CTAs along M share each tile of B (TMA multicast: one read from L2 feeds them all), and those along N
+// each tile of A, so where M fits one cluster's tile rows B is read once too (and A where N fits its tile columns).
+// H200, session 55 (notes/l2-hint-clusters-session55.py), bf16, every kernel of 2x1 clusters over the 64-256 rows of
+// 140 layer products it covers, cluster rule against the one-tile rule, time ratio geomean: 1.03-1.04 (128x80,
+// 128x128, 128x160, 128x192, stream-K and split-K 128x256; 0.94-0.97 at worst, 1.13-1.18 at best), 1.05 / 1.07 for
+// the 64x64 pair (rc / rr; 128 x 4096 x 4096 rc 1.02x -> 1.09x torch.matmul, rr 0.97x -> 1.11x), 1.00 for 192x192
+// (three warpgroups) and 128x256 persistent.
 //
 // And a TMA box wholly past the matrix's edge is loaded from inside it (see load), one that straddles the edge
 // from the memory past it where that is mapped (Arguments): TMA fills a box's rows past the edge with zeros ~4-5x
@@ -59,9 +66,9 @@ struct Sm90L2HintedMainloop : Base {
     int rows_a = 0, rows_b = 0;  // M and N of the problem the kernel computes
   };
 
-  // EVICT_FIRST for the operand whose tiles no other output tile reads: A when N fits one tile,
-  // else B when M fits one. Never both: at 256x256x524288 (128x256 tiles, 2x1 clusters) evict-first
-  // on A and B ran 0.216 ms against 0.211-0.212 with either alone or neither.
+  // EVICT_FIRST for the operand whose tiles no other cluster reads: A when N fits one cluster's tile
+  // columns, else B when M fits its tile rows. Never both: at 256x256x524288 (128x256 tiles, 2x1 clusters)
+  // evict-first on A and B ran 0.216 ms against 0.211-0.212 with either alone or neither.
   template <class ProblemShape>
   static Params to_underlying_arguments(ProblemShape const& problem_shape, Arguments const& args,
                                         void* workspace) {
@@ -74,12 +81,13 @@ struct Sm90L2HintedMainloop : Base {
                                             int(cute::get<3>(shape)));
     static_cast<typename Base::Params&>(params) = Base::to_underlying_arguments(tma_shape, args, workspace);
     constexpr int kTileM = cute::size<0>(TileShape{}), kTileN = cute::size<1>(TileShape{});
+    constexpr int kClusterM = cute::size<0>(ClusterShape{}), kClusterN = cute::size<1>(ClusterShape{});
     const int tiles_m = (params.rows_a + kTileM - 1) / kTileM;
     const int tiles_n = (params.rows_b + kTileN - 1) / kTileN;
     constexpr auto kFirst = static_cast<uint64_t>(cute::TMA::CacheHintSm90::EVICT_FIRST);
-    if (tiles_n == 1) {
+    if (tiles_n <= kClusterN) {
       params.hint_a = kFirst;
-    } else if (tiles_m == 1) {
+    } else if (tiles_m <= kClusterM) {
       params.hint_b = kFirst;
     }
     return params;
