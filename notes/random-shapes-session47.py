@@ -14,7 +14,8 @@ T = 136..208 over BAND_DIMS, y and dx (the 192-row split-K tiles of D^T); "band-
 with long K and N <= 4096; "m64-128" (session 52) 64, 96 and 128 tokens over the first seven; "m64-128-off" y over 72 and
 112 tokens, dx over 40 and 56, the first seven; "rr-few" dx over 16, 24 and 32 tokens, the first seven; "rr-33-48" dx over 40 and 48; "two-rows" (session 53)
 200, 224, 248 and 256 tokens (two 128-row tile rows, the last partly full) over BAND_DIMS, y and dx; "wide" y and dx
-over 144 and 176 tokens with N of 11008, 14336 and 28672. KERNELS=regex times only
+over 144 and 176 tokens with N of 11008, 14336 and 28672; "pair-rows" (session 55) 72-128 tokens over the first seven
+and 14336 x 4096, y and dx. KERNELS=regex times only
 the kernels it matches by name (auto and the table's pick always). Each row's errs: every timed kernel's
 error against float64 (kernels new to a build are timed here before any table knows them).
     python3 notes/random-shapes-session47.py OUT.jsonl [COUNT_RC COUNT_RR COUNT_CR [SEED [auto | model | tokens | band | ... [auto]]]]"""
@@ -80,7 +81,10 @@ grids = {"tokens": [(layout, layer(layout, t, d_out, d_in)) for layout in ("rc",
                       for t in (200, 224, 248, 256)],
          "wide": [(layout, layer(layout, t, *dims)) for layout in ("rc", "rr") for t in (144, 176)
                   for dims in ((((11008, 4096), (14336, 4096), (28672, 8192)) if layout == "rc" else
-                                ((4096, 11008), (4096, 14336), (8192, 28672))))]}
+                                ((4096, 11008), (4096, 14336), (8192, 28672))))],
+         # session 55: the 64-row pair over 65-128 rows (one cluster row, B evict-first), x @ W.T and dx
+         "pair-rows": [(layout, layer(layout, t, d_out, d_in)) for d_out, d_in in BAND_DIMS[:7] + [(14336, 4096)]
+                       for layout in ("rc", "rr") for t in (72, 80, 88, 96, 112, 128)]}
 todo = grids.get(sys.argv[6] if len(sys.argv) > 6 else "", [(layout, None) for layout, count in
                                                              zip(("rc", "rr", "cr"), counts) for _ in range(count)])
 out = open(sys.argv[1], "w")
