@@ -348,17 +348,20 @@ class Sm90Priority {
   //    / 0.90 / 0.78; 112 rows 0.83-1.03 against the table's 0.81-0.94. Over 65-96 rows the second tile is mostly
   //    padding (72 x 4096 x 14336: 0.74 against the table's 64x64 c1x2's 0.82; 96 rows 0.86-0.97 against 0.89-0.91),
   //    and behind with K = 4096 (96 x 4096 x 4096: 1.00 against 128x64 c1x4's 1.06).
-  //  - since session 55, x @ W.T and dx over 65-128 rows (one cluster row: its B tiles multicast to the two 64-row
-  //    tiles and loaded evict-first, Sm90L2HintedMainloop) where its CTAs fill kPairFullWave .. 1 of a wave (N of
-  //    3776-4224 on 132 SMs) with K >= kPairClusterRowMinK, and x @ W.T over one wave with K >= kPairLongK as
-  //    above, at kPairClusterRowPriority: ahead of the 128-row tiles without a cluster for dx (kOneRowNarrow, at
-  //    kAheadOfTablePriority). H200, session 55, bf16, x torch.matmul with the evict-first B against the fastest
-  //    other kernel (session 52, by name): 96 / 128 x 4096 x 4096 rc 1.17 / 1.09 against 128x64 c1x4's 1.06 / 0.94,
-  //    4096 x 11008 rc 1.16 / 1.20 against 0.93 / 0.98, 4096 x 14336 rc 1.15 / 1.11 against 0.92 / 1.07, 2048 x 8192
-  //    rc 0.90 / 0.93 against 0.84 / 0.90; dx 96 / 128 x 4096 x 4096 1.24 / 1.11 against 0.99 / 0.96, 4096 x 6144
-  //    1.23 / 1.18 against 1.03 / 1.00. Behind over two waves (128 x 6144 x 4096 rc 0.94 against 1.07, 128 x 14336 x
-  //    4096 rr 0.96 against 1.08), over a quarter wave (128 x 1024 x 4096 rc 0.85 against 0.90) and with K = 1024 (96
-  //    x 4096 x 1024 rr 0.86 against 0.89).
+  //  - since session 55, x @ W.T over 65-128 rows and dx over kPairDxClusterRowMinRows .. 128 (one cluster row: its
+  //    B tiles multicast to the two 64-row tiles and loaded evict-first, Sm90L2HintedMainloop) where its CTAs fill
+  //    kPairFullWave .. 1 of a wave (N of 3776-4224 on 132 SMs) with K >= kPairClusterRowMinK, at
+  //    kPairClusterRowPriority (and the long-K x @ W.T above with it): ahead of the 128-row tiles without a cluster
+  //    for dx (kOneRowNarrow, kAheadOfTablePriority). H200, session 55 (notes/random-shapes-session47.py pair-rows:
+  //    72-128 rows, every kernel by name in one run), where it goes first (35 problems): 1.115x torch.matmul against
+  //    1.000x for the fastest other kernel; 72-128 x 4096 x 4096 rc 0.84-1.24 against 128x64 c1x4's 0.89-1.07, rr
+  //    80-128 x 4096 x 6144 1.14-1.27 against split-K 128x64 c1x2's 1.01-1.11, x 4096 x 14336 1.11-1.17 against
+  //    1.06-1.09; behind at 3 (80 x 4096 x 4096 rc 0.84 against 0.95, 88 x 4096 x 14336 rc 0.85 against 0.92, 112 x
+  //    2048 x 8192 rc 0.89 against split 128x192 of D^T's 0.93). dx over 72 rows with K >= 6144 ran 0.72-0.83
+  //    against split-K 128x128's 0.96-1.02 (hence 80), x @ W.T with K = 8192 over half a wave 0.80-0.91 against
+  //    0.83-0.98 over 72-96 rows (so the long-K rule keeps its 97 rows). Behind over two waves (14336 x 4096 rr
+  //    0.93-0.97 against 1.06-1.09, 6144 x 4096 rc 0.93-0.97 against 1.01-1.09), over a quarter wave (1024 x 4096 rc
+  //    0.77-0.90 against 0.85-0.92); mixed with K = 1024 (4096 x 1024 rr 0.87-0.95 against 0.84-0.89: not taken).
   //  - x @ W.T and dx over two tile rows (two_tile_rows: 129-256 rows; four 64-row tiles) where its CTAs fill
   //    kPairFullWave .. 1 of a wave (N of 1864-2112 on 132 SMs), at kPairTwoTileRowsPriority: behind the split 128x192
   //    tiles of D^T where they run (129-192 rows, K >= 4096: 136 x 2048 x 8192 rc 0.98 against 0.70), ahead of the
@@ -367,7 +370,8 @@ class Sm90Priority {
   //    224 / 248 / 256 x 2048 x 8192 rc 1.06 / 0.85 / 0.89 against 0.93 / 0.78 / 0.79.
   static constexpr bool kSixtyFourRowPair = kSixtyFourRows && kClusterM == 2 && kClusterN == 1 && kRowMajorA;
   static constexpr int kPairTwoTileRowsPriority = 106, kPairClusterRowPriority = kAheadOfTablePriority + 1;
-  static constexpr int64_t kPairMinRows = 33, kPairMinK = 1024, kPairLongK = 8192, kPairClusterRowMinK = 2048;
+  static constexpr int64_t kPairMinRows = 33, kPairMinK = 1024, kPairLongK = 8192, kPairClusterRowMinK = 2048,
+                           kPairDxClusterRowMinRows = 80;
   static constexpr double kPairFullWave = 0.9;
   static int64_t pair_ctas(const GemmProblem& p) {
     return sm90_tiles::cluster_tiles_of(p, kTileM, kTileN, kClusterM, kClusterN);
@@ -381,7 +385,8 @@ class Sm90Priority {
   static bool sixty_four_row_pair_cluster_row(const GemmProblem& p) {
     if (p.batch != 1 || p.m <= kTileM || p.m > kClusterM * kTileM || pair_ctas(p) > sm90_tiles::sm_count_of(p))
       return false;
-    return (pair_fills_wave(p) && p.k >= kPairClusterRowMinK) || (kKMajorB && p.k >= kPairLongK);
+    if (kKMajorB && p.m > kOneTileRowMin && p.k >= kPairLongK) return true;  // session 52's
+    return p.m >= (kKMajorB ? kTileM + 1 : kPairDxClusterRowMinRows) && pair_fills_wave(p) && p.k >= kPairClusterRowMinK;
   }
   static bool sixty_four_row_pair_two_tile_rows(const GemmProblem& p) {
     return two_tile_rows(p) && own_ctas_fill_one_wave(p, kPairFullWave);
