@@ -373,20 +373,16 @@ class Sm90Priority {
   static constexpr int64_t kPairMinRows = 33, kPairMinK = 1024, kPairLongK = 8192, kPairClusterRowMinK = 2048,
                            kPairDxClusterRowMinRows = 80;
   static constexpr double kPairFullWave = 0.9;
-  static int64_t pair_ctas(const GemmProblem& p) {
-    return sm90_tiles::cluster_tiles_of(p, kTileM, kTileN, kClusterM, kClusterN);
-  }
-  static bool pair_fills_wave(const GemmProblem& p) {
-    return static_cast<double>(pair_ctas(p)) >= kPairFullWave * static_cast<double>(sm90_tiles::sm_count_of(p));
-  }
-  static bool sixty_four_row_pair_first(const GemmProblem& p) {  // dx over one tile row
-    return !kKMajorB && p.batch == 1 && p.m >= kPairMinRows && p.m <= kTileM && p.k >= kPairMinK && pair_fills_wave(p);
+  static bool sixty_four_row_pair_first(const GemmProblem& p) {  // dx over one tile row (CTAs may exceed a wave)
+    const int64_t ctas = sm90_tiles::cluster_tiles_of(p, kTileM, kTileN, kClusterM, kClusterN);
+    return !kKMajorB && p.batch == 1 && p.m >= kPairMinRows && p.m <= kTileM && p.k >= kPairMinK &&
+           static_cast<double>(ctas) >= kPairFullWave * static_cast<double>(sm90_tiles::sm_count_of(p));
   }
   static bool sixty_four_row_pair_cluster_row(const GemmProblem& p) {
-    if (p.batch != 1 || p.m <= kTileM || p.m > kClusterM * kTileM || pair_ctas(p) > sm90_tiles::sm_count_of(p))
-      return false;
-    if (kKMajorB && p.m > kOneTileRowMin && p.k >= kPairLongK) return true;  // session 52's
-    return p.m >= (kKMajorB ? kTileM + 1 : kPairDxClusterRowMinRows) && pair_fills_wave(p) && p.k >= kPairClusterRowMinK;
+    if (p.batch != 1 || p.m <= kTileM || p.m > kClusterM * kTileM) return false;
+    if (kKMajorB && p.m > kOneTileRowMin && p.k >= kPairLongK) return own_ctas_fill_one_wave(p, 0.0);  // session 52's
+    return p.m >= (kKMajorB ? kTileM + 1 : kPairDxClusterRowMinRows) && p.k >= kPairClusterRowMinK &&
+           own_ctas_fill_one_wave(p, kPairFullWave);
   }
   static bool sixty_four_row_pair_two_tile_rows(const GemmProblem& p) {
     return two_tile_rows(p) && own_ctas_fill_one_wave(p, kPairFullWave);
