@@ -182,6 +182,7 @@ class Sm90Priority {
   static constexpr int64_t kTwoTallRowsMin = 256;
   static constexpr double kTwoTallRowsWaveUse = 0.7;
   static constexpr bool kRowMajorA = std::is_same_v<typename Gemm::UserLayoutA, cutlass::layout::RowMajor>;
+  static constexpr bool kKMajorB = std::is_same_v<typename Gemm::UserLayoutB, cutlass::layout::ColumnMajor>;
   // x @ W.T and dx (A row-major; one batch) over two 128-row tile rows of D, kTwoTileRowsMin + 1 .. 256 rows: between
   // the measured tables' points at 128 and 256 rows, where their votes ran 128x64 c1x2 / c1x1 and 128x128 c1x2
   // (session 53's rules: the 2x1 orientation above, kWaveFillTransposed, kLongKRowCol, kFillTile, kSixtyFourRowPair).
@@ -198,7 +199,7 @@ class Sm90Priority {
     return kRowMajorA && p.batch == 1 && p.m > kTwoTallRowsMin && p.m <= 2 * kTileN &&
            !sm90_tiles::poor_waves(p, Gemm::tiles_of(p), kTwoTallRowsWaveUse);
   }
-  // 128x64 tiles of D without a cluster are for dx (A and B row-major; one batch) over kOneTileRowMin + 1 .. 128
+  // 128x64 tiles of D without a cluster are for dx (A and B row-major; one batch) over kOneRowMinRows + 1 .. 128
   // rows, one tile row, N from kOneRowMinN (as measured; smaller ones are the small tiles'), where its tiles take at
   // most one wave of SMs and either K is at most kOneRowMaxK or they fill it kOneRowFullWave and K is at most
   // kOneRowFullWaveMaxK: first there, ahead of the measured table (whose rr points are at 64 and 256 rows; between
@@ -209,16 +210,33 @@ class Sm90Priority {
   // Longer K went to a split: with half a wave (4096 x 6144: 0.91 against split-K's 0.93; 104 x 4096 x 14336,
   // session 48: 0.84 against 1.05) and with a full one (session 51, 8192 x 28672: 0.87-0.98 of stream-K's speed);
   // over more than a wave 128x128 tiles in clusters of 1x2 (11008 x 4096: 0.95 against 1.12).
+  // Session 56 (H200, bf16, notes/random-shapes-session47.py "one-row" and session 55's "pair-rows", every kernel by
+  // name) took it from 97 rows down to 65 and its full wave's K from 8192 to 16384: at the 16 problems where that
+  // changes auto's pick, 0.976x torch.matmul against 0.880x (the fastest kernel's 0.996x): 72-96 x 8192 x 4096-14336
+  // 0.98-1.11 against split-K 128x128's 0.94-1.03, 72-96 x 4096 / 6144 x 1024 0.84-0.91 against the SM80 64x64
+  // tile's 0.68-0.80, 112 / 128 x 8192 x 14336 1.06 / 0.97 against stream-K's 0.96 / 0.89.
   static constexpr bool kOneRowNarrow = sizeof(Element) == 2 && kPlainPersistent && kTileM == 128 && kTileN == 64 &&
                                         kClusterM * kClusterN == 1 && kRowMajorA &&
                                         std::is_same_v<typename Gemm::UserLayoutB, cutlass::layout::RowMajor>;
   static constexpr double kOneRowFullWave = 0.9;
-  static constexpr int64_t kOneRowMaxK = 4096, kOneRowFullWaveMaxK = 8192, kOneRowMinN = 4096;
+  static constexpr int64_t kOneRowMinRows = 64, kOneRowMaxK = 4096, kOneRowFullWaveMaxK = 16384, kOneRowMinN = 4096;
   static bool one_tile_row_one_wave(const GemmProblem& p) {
     const int64_t tiles = Gemm::tiles_of(p), sms = sm90_tiles::sm_count_of(p);
     const bool full_wave = static_cast<double>(tiles) >= kOneRowFullWave * static_cast<double>(sms);
-    return p.batch == 1 && p.m > kOneTileRowMin && p.m <= kTileM && p.n >= kOneRowMinN && tiles <= sms &&
+    return p.batch == 1 && p.m > kOneRowMinRows && p.m <= kTileM && p.n >= kOneRowMinN && tiles <= sms &&
            p.k <= (full_wave ? kOneRowFullWaveMaxK : kOneRowMaxK);
+  }
+  // Its twin for x @ W.T (A row-major, B column-major), 128x64 tiles in clusters of 1x2, over kOneRowMinRows + 1 ..
+  // 128 rows where its CTAs fill kOneRowFullWave .. 1 of a wave (N of 7552-8448 on 132 SMs; about 4096 the 64-row
+  // pair leads, kSixtyFourRowPair): first there, ahead of the measured table, whose vote between its points ran
+  // 128x64 c1x4 (N = 7680) and 128x128 c1x2 (N = 8192, K >= 4096). H200, session 56, bf16, every kernel by name
+  // ("one-row": 72-128 rows, N of 7680 and 8192, K of 1024-14336; "pair-rows"): at the 29 problems where it changes
+  // auto's pick, 1.012x torch.matmul against 0.811x, the fastest kernel at 27 (within 3% at the other two); 96 x 7680 x
+  // 14336 1.07 against c1x4's 0.73, 112 x 8192 x 8192 1.02 against 128x128 c1x2's 0.90.
+  static constexpr bool kOneRowWavePairRowCol = kOneWavePair && kPairAlongN && kTileN == 64 &&
+                                                sizeof(Element) == 2 && kRowMajorA && kKMajorB;
+  static bool one_tile_row_full_wave_pair(const GemmProblem& p) {
+    return p.batch == 1 && p.m > kOneRowMinRows && p.m <= kTileM && own_ctas_fill_one_wave(p, kOneRowFullWave);
   }
   // Split-K in parallel is for long K over few tiles (it runs only where K splits into at least
   // half as many equal slices as the SMs need: split_k_slices): at its registered priority (95,
@@ -265,6 +283,10 @@ class Sm90Priority {
   // rows, bf16 / fp16 x torch.matmul: 128 x 4096 x 14336 rc 0.97 / 0.96 against auto's 128x64 c1x4 0.90 / 0.90,
   // 4096 x 11008 rc 0.97 / 0.96 against 0.96 / 0.94, 2048 x 8192 rc 0.90 / 0.87 against 0.76 / 0.71; behind
   // with K = 4096 (128 x 4096 x 4096 rc 0.85 against 1.01) or N = 8192 (128 x 8192 x 8192 rc 0.86 against 1.01).
+  // Since session 56 for x @ W.T over kOneRowMinRows + 1 .. 128 rows there ahead of the measured table (its vote ran
+  // 64x64 ping-pong tiles, c1x1 and c2x1): H200, bf16, by name ("one-row", "pair-rows"), at the 10 problems where
+  // that changes auto's pick (72-128 x 2048 x 8192 / 14336), 0.948x torch.matmul against 0.811x (72 x 2048 x 14336
+  // 0.97 against 0.71); the 64-row pair's one-wave rule (121) keeps N of about 4096.
   // Over 2 * kFewRowsMin + 1 .. 384 rows (two of its tile columns; 128-row tiles of D take three tile rows) it goes
   // first ahead of the measured table (kAheadOfTablePriority: the table's vote there ran 128x128 c1x2 and split-K
   // 128x256) for K >= kTwoColumnsMinK in slices of at least kFewRowsMinSlice; it splits at all only where its tiles
@@ -282,11 +304,16 @@ class Sm90Priority {
     const int64_t slices = Gemm::split_k_slices(p);
     return slices > 0 && p.k / slices >= kFewRowsMinSlice;
   }
+  static bool one_tile_row_long_slices(const GemmProblem& p) {  // 128x64 tiles of D leave half the SMs idle
+    return p.k >= kOneTileRowMinK && 2 * sm90_tiles::tiles_of(p, 128, 64) <= sm90_tiles::sm_count_of(p) &&
+           splits_in_long_slices(p);
+  }
   static bool few_rows_long_slices(const GemmProblem& p) {
-    if (p.m > kOneTileRowMin && p.m <= kFewRowsMin)
-      return p.k >= kOneTileRowMinK && 2 * sm90_tiles::tiles_of(p, 128, 64) <= sm90_tiles::sm_count_of(p) &&
-             splits_in_long_slices(p);
+    if (p.m > kOneTileRowMin && p.m <= kFewRowsMin) return one_tile_row_long_slices(p);
     return p.m > kFewRowsMin && p.m <= kTileN && p.k >= kFewRowsMinK && splits_in_long_slices(p);
+  }
+  static bool row_col_one_tile_row_long_slices(const GemmProblem& p) {  // session 56's
+    return kKMajorB && p.m > kOneRowMinRows && p.m <= kFewRowsMin && one_tile_row_long_slices(p);
   }
   static bool two_tile_columns_long_slices(const GemmProblem& p) {
     return p.m > 2 * kFewRowsMin && p.m <= 2 * kTileN && p.k >= kTwoColumnsMinK && splits_in_long_slices(p);
@@ -342,16 +369,19 @@ class Sm90Priority {
   //    48 x 11008 x 4096 1.02 / 1.01 against auto's 0.83 / 0.74, 40 x 14336 x 4096 0.95 / 0.88, 48 x 14336 x 4096 0.96
   //    against 128x128 c1x2's 1.04, 40 x 4096 x 4096 1.12 (16.8 us; 18.6 before). Over 96 rows behind where N > 4096
   //    (96 x 14336 x 4096: 0.73 against 1.04); over 16-32 rows the SM80 64x64 tile leads (its own rule).
-  //  - x @ W.T (A row-major, B column-major) over 97-128 rows with K >= kPairLongK where its CTAs take one wave (N <=
-  //    4224 on 132 SMs), ahead of kSplitKFewRowsTransposed there: 128 x 4096 x 14336 1.03-1.07 against split-K 128x192 of
+  //  - (session 52 to 55) x @ W.T (A row-major, B column-major) over 97-128 rows with K >= 8192 where its CTAs take
+  //    one wave (N <= 4224 on 132 SMs), ahead of kSplitKFewRowsTransposed there: 128 x 4096 x 14336 1.03-1.07 against split-K 128x192 of
   //    D^T's 1.00 and the table's 128x64 c1x4's 0.91, 128 x 4096 x 11008 1.04-1.06 / 0.98 / 0.97, 128 x 2048 x 8192 0.90
   //    / 0.90 / 0.78; 112 rows 0.83-1.03 against the table's 0.81-0.94. Over 65-96 rows the second tile is mostly
   //    padding (72 x 4096 x 14336: 0.74 against the table's 64x64 c1x2's 0.82; 96 rows 0.86-0.97 against 0.89-0.91),
-  //    and behind with K = 4096 (96 x 4096 x 4096: 1.00 against 128x64 c1x4's 1.06).
+  //    and behind with K = 4096 (96 x 4096 x 4096: 1.00 against 128x64 c1x4's 1.06). Dropped in session 56: where its
+  //    CTAs fill less than kPairFullWave of the wave (N = 2048) the split of D^T was ahead (one-row and pair-rows
+  //    grids: 112 / 128 x 2048 x 14336 1.00 / 0.96 against 0.82 / 0.84; kSplitKFewRowsTransposed), and where they fill
+  //    it the case below takes them.
   //  - since session 55, x @ W.T over 65-128 rows and dx over kPairDxClusterRowMinRows .. 128 (one cluster row: its
   //    B tiles multicast to the two 64-row tiles and loaded evict-first, Sm90L2HintedMainloop) where its CTAs fill
   //    kPairFullWave .. 1 of a wave (N of 3776-4224 on 132 SMs) with K >= kPairClusterRowMinK, at
-  //    kPairClusterRowPriority (and the long-K x @ W.T above with it): ahead of the 128-row tiles without a cluster
+  //    kPairClusterRowPriority: ahead of the 128-row tiles without a cluster
   //    for dx (kOneRowNarrow, kAheadOfTablePriority). H200, session 55 (notes/random-shapes-session47.py pair-rows:
   //    72-128 rows, every kernel by name in one run), where it goes first (35 problems): 1.115x torch.matmul against
   //    1.000x for the fastest other kernel; 72-128 x 4096 x 4096 rc 0.84-1.24 against 128x64 c1x4's 0.89-1.07, rr
@@ -370,7 +400,7 @@ class Sm90Priority {
   //    224 / 248 / 256 x 2048 x 8192 rc 1.06 / 0.85 / 0.89 against 0.93 / 0.78 / 0.79.
   static constexpr bool kSixtyFourRowPair = kSixtyFourRows && kClusterM == 2 && kClusterN == 1 && kRowMajorA;
   static constexpr int kPairTwoTileRowsPriority = 106, kPairClusterRowPriority = kAheadOfTablePriority + 1;
-  static constexpr int64_t kPairMinRows = 33, kPairMinK = 1024, kPairLongK = 8192, kPairClusterRowMinK = 2048,
+  static constexpr int64_t kPairMinRows = 33, kPairMinK = 1024, kPairClusterRowMinK = 2048,
                            kPairDxClusterRowMinRows = 80;
   static constexpr double kPairFullWave = 0.9;
   static bool sixty_four_row_pair_first(const GemmProblem& p) {  // dx over one tile row (CTAs may exceed a wave)
@@ -379,10 +409,8 @@ class Sm90Priority {
            static_cast<double>(ctas) >= kPairFullWave * static_cast<double>(sm90_tiles::sm_count_of(p));
   }
   static bool sixty_four_row_pair_cluster_row(const GemmProblem& p) {
-    if (p.batch != 1 || p.m <= kTileM || p.m > kClusterM * kTileM) return false;
-    if (kKMajorB && p.m > kOneTileRowMin && p.k >= kPairLongK) return own_ctas_fill_one_wave(p, 0.0);  // session 52's
-    return p.m >= (kKMajorB ? kTileM + 1 : kPairDxClusterRowMinRows) && p.k >= kPairClusterRowMinK &&
-           own_ctas_fill_one_wave(p, kPairFullWave);
+    return p.batch == 1 && p.m >= (kKMajorB ? kTileM + 1 : kPairDxClusterRowMinRows) && p.m <= kClusterM * kTileM &&
+           p.k >= kPairClusterRowMinK && own_ctas_fill_one_wave(p, kPairFullWave);
   }
   static bool sixty_four_row_pair_two_tile_rows(const GemmProblem& p) {
     return two_tile_rows(p) && own_ctas_fill_one_wave(p, kPairFullWave);
@@ -446,7 +474,6 @@ class Sm90Priority {
   // time at 512x2560x3072 rc, 0.88x at 512x5120x14336 rc, 0.83x at 4864x1600x2048 cr), 0.983x over all 131.
   // A gain of 1.05 put them first at 21, also faster at all; 1.1 leaves less to the model on the H100, whose
   // table did not time them (registry.cpp).
-  static constexpr bool kKMajorB = std::is_same_v<typename Gemm::UserLayoutB, cutlass::layout::ColumnMajor>;
   static constexpr bool kFillTile = sizeof(Element) == 2 && kPlainPersistent && kTileM == 128 && kPairAlongM &&
                                     (kTileN == 160 || (kKMajorB && kTileN == 80));
   static constexpr double kFillTileGain = 1.1;
@@ -514,7 +541,7 @@ class Sm90Priority {
                  ? kThreeWarpgroupsPriority
                  : kNotWaveFillPriority;
     if constexpr (kSplitKFewRowsTransposed) {
-      if (two_tile_columns_long_slices(p)) return kAheadOfTablePriority;
+      if (two_tile_columns_long_slices(p) || row_col_one_tile_row_long_slices(p)) return kAheadOfTablePriority;
       return few_rows_long_slices(p) ? kSplitKFewRowsTransposedPriority : kNotLongKPriority;
     }
     if constexpr (kSplitK && !kSmallM) {
@@ -544,6 +571,8 @@ class Sm90Priority {
     if constexpr (kFillTile) return fill_tile_first(p) ? kFillTilePriority : kNotFillTilePriority;
     if constexpr (kQuadCluster) return kQuadClusterPriority;
     if constexpr (kOneWavePair) {
+      if constexpr (kOneRowWavePairRowCol)
+        if (one_tile_row_full_wave_pair(p)) return kAheadOfTablePriority;
       if constexpr (kPairOrientation)
         if (other_orientation_launches_fewer(p)) return kNotOneWavePairPriority;
       const int64_t tiles = Gemm::tiles_of(p), sms = sm_count_of(p);

@@ -15,7 +15,8 @@ with long K and N <= 4096; "m64-128" (session 52) 64, 96 and 128 tokens over the
 112 tokens, dx over 40 and 56, the first seven; "rr-few" dx over 16, 24 and 32 tokens, the first seven; "rr-33-48" dx over 40 and 48; "two-rows" (session 53)
 200, 224, 248 and 256 tokens (two 128-row tile rows, the last partly full) over BAND_DIMS, y and dx; "wide" y and dx
 over 144 and 176 tokens with N of 11008, 14336 and 28672; "pair-rows" (session 55) 72-128 tokens over the first seven
-and 14336 x 4096, y and dx. KERNELS=regex times only
+and 14336 x 4096, y and dx; "one-row" (session 56) 72-128 tokens where 128x64 tiles fill about a wave (N of 7680 and
+8192), y with N = 2048, dx with K = 1024. KERNELS=regex times only
 the kernels it matches by name (auto and the table's pick always). Each row's errs: every timed kernel's
 error against float64 (kernels new to a build are timed here before any table knows them).
     python3 notes/random-shapes-session47.py OUT.jsonl [COUNT_RC COUNT_RR COUNT_CR [SEED [auto | model | tokens | band | ... [auto]]]]"""
@@ -84,7 +85,14 @@ grids = {"tokens": [(layout, layer(layout, t, d_out, d_in)) for layout in ("rc",
                                 ((4096, 11008), (4096, 14336), (8192, 28672))))],
          # session 55: the 64-row pair over 65-128 rows (one cluster row, B evict-first), x @ W.T and dx
          "pair-rows": [(layout, layer(layout, t, d_out, d_in)) for d_out, d_in in BAND_DIMS[:7] + [(14336, 4096)]
-                       for layout in ("rc", "rr") for t in (72, 80, 88, 96, 112, 128)]}
+                       for layout in ("rc", "rr") for t in (72, 80, 88, 96, 112, 128)],
+         # session 56: one 128-row tile row where 128x64 tiles fill about a wave (N near 8192), N = 2048 with long K,
+         # and dx with K = 1024 (session 55's pair-rows grid: auto 0.72-0.92x against 0.89-1.02x there)
+         "one-row": [(layout, layer(layout, t, d_out, d_in)) for t in (72, 96, 112, 128) for layout, dims in
+                     (("rc", [(d_out, d_in) for d_out in (7680, 8192) for d_in in (1024, 2048, 4096, 8192, 14336)] +
+                       [(2048, 4096), (2048, 8192), (2048, 14336)]),
+                      ("rr", [(d_out, 8192) for d_out in (1024, 2048, 4096, 8192, 14336)] + [(1024, 4096), (1024, 6144)]))
+                     for d_out, d_in in dims]}
 todo = grids.get(sys.argv[6] if len(sys.argv) > 6 else "", [(layout, None) for layout, count in
                                                              zip(("rc", "rr", "cr"), counts) for _ in range(count)])
 out = open(sys.argv[1], "w")

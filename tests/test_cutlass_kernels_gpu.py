@@ -189,6 +189,45 @@ def test_split_k_reduction_after_its_product_matches_a_plain_launch(tmp_path):
         assert torch.equal(out, plain_out), f"{name}: the reduction after the product and a plain launch differ"
 
 
+# The reduction writes D four outputs a store where D's rows allow it (split_k_reduce.cu, kRowPacks: rows of
+# adjacent outputs at multiples of 4 elements from an aligned pointer) and output by output elsewhere: each form of
+# D, and C read where beta != 0, after an SM90 split-K product (bf16), SIMT split-K (fp32) and the fallback's split.
+SPLIT_D_FORMS = ["row", "row_padded_odd", "misaligned", "col", "beta"]
+SPLIT_D_PRODUCTS = [("sm90_bf16_rr_128x256x64_c2x1_coop_splitk", 256, 256, 131072, torch.bfloat16),
+                    ("simt_f32_rr_128x128x8_splitk", 256, 256, 65536, torch.float32),
+                    ("fallback", 64, 64, 65536, torch.float32)]
+
+
+def split_d(form, m, n, dtype):
+    """A NaN-filled m x n D of the form named."""
+    if form == "row_padded_odd":  # rows 3 elements apart past n: no row but the first starts at a multiple of 4
+        return torch.full((m, n + 3), float("nan"), dtype=dtype, device="cuda")[:, :n]
+    if form == "misaligned":  # one element past an aligned address
+        return torch.full((m * n + 1,), float("nan"), dtype=dtype, device="cuda")[1:].view(m, n)
+    if form == "col":
+        return torch.full((n, m), float("nan"), dtype=dtype, device="cuda").T
+    return poisoned(m, n, dtype)
+
+
+@pytest.mark.parametrize("form", SPLIT_D_FORMS)
+@pytest.mark.parametrize("variant, m, n, k, dtype", SPLIT_D_PRODUCTS, ids=[p[0] for p in SPLIT_D_PRODUCTS])
+def test_split_k_reduction_writes_every_form_of_d(variant, m, n, k, dtype, form):
+    if variant != "fallback" and variant not in {kern["name"] for kern in pg.kernels()}:
+        pytest.skip(f"{variant} is not built")
+    a, b = matrix(m, k, "row", dtype), matrix(k, n, "row", dtype)
+    d = split_d(form, m, n, dtype)
+    c, beta = (matrix(m, n, "row", dtype), 0.75) if form == "beta" else (None, 0.0)
+    precision = "ieee" if dtype is torch.float32 else None
+    why = pg.can_run(variant, a, b, c, beta=beta, out=d, precision=precision)
+    if why:
+        pytest.skip(f"{variant} refuses D {form}: {why}")
+    pg.gemm(a, b, c, beta=beta, variant=variant, out=d, precision=precision)
+    ref = a.double() @ b.double() + (beta * c.double() if c is not None else 0.0)
+    err = rel(d, ref)
+    print(f"{variant} {m}x{n}x{k} D {form}: error vs fp64 {err:.2e}")
+    assert err < tolerance(dtype, "ieee", k)
+
+
 # Every SM90 kernel on a problem it runs (split-K: long K over few tiles), for the test below.
 BACK_TO_BACK = [Case(kern, *aligned_shape(kern, *(SPLIT_K_SHAPES[0] if splits_k_in_parallel(kern) else (384, 264, 520))), 0)
                 for kern in cutlass_kernels() if kern["family"] == "cutlass_sm90"]

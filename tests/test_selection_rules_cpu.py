@@ -191,13 +191,12 @@ RULES_52 = [
     # more than two waves from 49 rows until session 53 (H200, 64 x 4096 x 4096 rr bf16 1.00-1.03x torch.matmul against the table's
     # split-K 128x128 0.76-0.79x; 40 x 4096 x 6144 0.97x against 0.86x; 56 x 11008 x 4096 1.02x against 0.81x) and
     # x @ W.T over 97-128 rows with K >= 8192 in one wave (128 x 4096 x 14336 rc 1.03-1.07x against split-K 128x192 of
-    # D^T's 1.00x; 112 x 2048 x 8192 0.81-0.83x against 0.80-0.81x)
+    # D^T's 1.00x; until session 56 also N = 2048, half a wave: 112 x 2048 x 8192 0.81-0.83x against 0.80-0.81x)
     (64, 4096, 4096, "rr", torch.bfloat16, None, "sm90_bf16_rr_64x64x64_c2x1_pingpong_persistent"),
     (48, 8192, 8192, "rr", torch.float16, None, "sm90_f16_rr_64x64x64_c2x1_pingpong_persistent"),
     (40, 4096, 6144, "rr", torch.bfloat16, None, "sm90_bf16_rr_64x64x64_c2x1_pingpong_persistent"),
     (56, 11008, 4096, "rr", torch.bfloat16, None, "sm90_bf16_rr_64x64x64_c2x1_pingpong_persistent"),
     (128, 4096, 14336, "rc", torch.bfloat16, None, "sm90_bf16_rc_64x64x64_c2x1_pingpong_persistent"),
-    (112, 2048, 8192, "rc", torch.float16, None, "sm90_f16_rc_64x64x64_c2x1_pingpong_persistent"),
 ]
 
 
@@ -245,10 +244,31 @@ RULES_55 = [
 ]
 
 
+RULES_56 = [
+    # One 128-row tile row (65-128 rows; H200, session 56, bf16, every kernel by name, x torch.matmul): x @ W.T on 128x64
+    # tiles in clusters of 1x2 where their CTAs fill 90-100% of a wave (96 x 7680 x 14336 1.07x against the table's
+    # 128x64 c1x4's 0.73x; 112 x 8192 x 8192 1.02x against 128x128 c1x2's 0.90x) ...
+    (96, 7680, 14336, "rc", torch.bfloat16, None, "sm90_bf16_rc_128x64x64_c1x2_coop_persistent"),
+    (112, 8192, 8192, "rc", torch.float16, None, "sm90_f16_rc_128x64x64_c1x2_coop_persistent"),
+    (72, 7680, 1024, "rc", torch.bfloat16, None, "sm90_bf16_rc_128x64x64_c1x2_coop_persistent"),
+    # ... dx on 128x64 tiles without a cluster from 65 rows, and in a full wave up to K = 16384 (72 x 6144 x 1024 0.91x
+    # against the SM80 64x64 tile's 0.68x; 96 x 8192 x 8192 1.04x against split-K's 0.97x; 128 x 8192 x 14336 0.97x
+    # against stream-K's 0.89x) ...
+    (72, 6144, 1024, "rr", torch.bfloat16, None, "sm90_bf16_rr_128x64x64_c1x1_coop_persistent"),
+    (96, 8192, 8192, "rr", torch.float16, None, "sm90_f16_rr_128x64x64_c1x1_coop_persistent"),
+    (128, 8192, 14336, "rr", torch.bfloat16, None, "sm90_bf16_rr_128x64x64_c1x1_coop_persistent"),
+    # ... and x @ W.T split over 128x192 tiles of D^T where 128x64 tiles of D fill at most half the SMs with K >= 8192
+    # (72 x 2048 x 14336 0.97x against 64x64 c1x1's 0.71x; 112 x 2048 x 8192 0.93x against the 64-row pair's 0.90x)
+    (72, 2048, 14336, "rc", torch.bfloat16, None, "sm90_bf16_rc_128x192x64_c2x1_coop_splitk_swapab"),
+    (112, 2048, 8192, "rc", torch.float16, None, "sm90_f16_rc_128x192x64_c2x1_coop_splitk_swapab"),
+]
+
+
 RULES = [("39", *r) for r in RULES_39] + [("40", *r) for r in RULES_40] + [("41", *r) for r in RULES_41] + \
     [("45", *r) for r in RULES_45] + [("46", *r) for r in RULES_46] + [("48", *r) for r in RULES_48] + \
     [("49", *r) for r in RULES_49] + [("50", *r) for r in RULES_50] + [("51", *r) for r in RULES_51] + \
-    [("52", *r) for r in RULES_52] + [("53", *r) for r in RULES_53] + [("55", *r) for r in RULES_55]
+    [("52", *r) for r in RULES_52] + [("53", *r) for r in RULES_53] + [("55", *r) for r in RULES_55] + \
+    [("56", *r) for r in RULES_56]
 
 
 @pytest.mark.parametrize("session, m, n, k, layouts, dtype, precision, kernel", RULES,
@@ -306,16 +326,18 @@ def test_fill_tiles_leave_full_waves_and_long_k_stream_k_to_the_others():
 def test_the_few_rows_split_tile_of_d_t_stays_in_its_band():
     """K split over 128x192 tiles of D^T runs 129-192 rows with K >= 4096 in slices of >= 1024 only: not over 208 rows
     (two of its tile columns), K = 2048 (H200, session 49: 0.63-0.74x torch.matmul against 0.70-0.97x) or slices of
-    512 (1024 x 4096 rc: 0.78-0.82x against 0.83-0.88x); over 97-128 rows only with K >= 8192 and N <= 4224 (session
-    50, 128 rows: 128 x 4096 x 4096 rc 0.85x against 1.01x, 128 x 8192 x 8192 rc 0.86x against 1.01x), never at 96
-    rows or fewer; with the shipped (H100) table, which never timed it, it
+    512 (1024 x 4096 rc: 0.78-0.82x against 0.83-0.88x); over 97-128 rows (x @ W.T: 65-128 since session 56) only with
+    K >= 8192 and N <= 4224 (session 50, 128 rows: 128 x 4096 x 4096 rc 0.85x against 1.01x, 128 x 8192 x 8192 rc
+    0.86x against 1.01x), and where the 64-row pair fills a wave (N about 4096) that pair; never at 64 rows or fewer,
+    nor dx at 96 or fewer; with the shipped (H100) table, which never timed it, it
     runs where the rules put it first and the reason names the table's pick."""
     few = {x["name"] for x in pg.kernels() if x["name"].endswith("_128x192x64_c2x1_coop_splitk_swapab")}
     if not few:
         pytest.skip("the split 128x192 tiles of D^T are not in this build")
     for m, n, k, layouts in ((208, 4096, 14336, "rc"), (96, 4096, 14336, "rc"), (160, 8192, 2048, "rr"),
                              (160, 1024, 4096, "rc"), (160, 14336, 4096, "rr"), (128, 4096, 4096, "rc"),
-                             (128, 8192, 8192, "rc"), (128, 4352, 14336, "rc")):
+                             (128, 8192, 8192, "rc"), (128, 4352, 14336, "rc"), (64, 2048, 8192, "rc"),
+                             (96, 2048, 8192, "rr"), (96, 2048, 4096, "rc")):
         assert rules_choice(*meta_operands(m, n, k, layouts)) not in few, (m, n, k, layouts)
     plan = pg.plan(*meta_operands(192, 4096, 11008, "rc"), arch=90)
     if any(t["device"] == "NVIDIA H100 80GB HBM3" for t in heuristics.load_tables()):
@@ -327,10 +349,10 @@ def test_the_session_51_rules_stay_in_their_bands():
     """128x192 tiles of D^T go first over 257-384 rows (rc, rr) only where they use >= 70% of their waves' slots: not
     for N = 4096 (64 tiles), 11008 (172: two waves, the second 30% full; the 192x192 tile ran 0.84x torch.matmul
     there, these 0.59x) or 5632 (88), nor over 256 or 385 rows, weight gradients (cr) or batches. 128x64 tiles
-    without a cluster go first for dx over 97-128 rows only within one wave with N >= 4096 and K <= 4096 or the wave
-    >= 90% full and K <= 8192: not 4096 x 6144 (half a wave; split-K 128x64 c1x2 ran 1.03x), 8192 x 28672 (a full
-    wave, long K: stream-K 128x128 1.05-1.08x against 0.91-1.05x), 11008 x 4096 (172 tiles: 128x128 c1x2 1.12x), or
-    96 rows. Split-K 128x192 tiles of D^T go first over 257-384 rows only for K >= 8192 where they split (N <= 4224)."""
+    without a cluster go first for dx over 97-128 rows (65-128 since session 56) only within one wave with N >= 4096
+    and K <= 4096 or the wave >= 90% full and K <= 8192 (16384 since session 56): not 4096 x 6144 (half a wave; split-K
+    128x64 c1x2 ran 1.03x), 8192 x 28672 or 20480 (a full wave, long K: stream-K 128x128 1.05-1.08x against
+    0.91-1.05x), 11008 x 4096 (172 tiles: 128x128 c1x2 1.12x), or 64 rows. Split-K 128x192 tiles of D^T go first over 257-384 rows only for K >= 8192 where they split (N <= 4224)."""
     names = {x["name"] for x in pg.kernels()}
     tall = {f"sm90_{d}_{lay}_128x192x64_c2x1_coop_persistent_swapab" for d in ("bf16", "f16") for lay in ("rr", "rc", "cr")}
     if not tall & names:
@@ -342,7 +364,7 @@ def test_the_session_51_rules_stay_in_their_bands():
     assert rules_choice(batched, torch.empty(2, 8192, 8192, device="meta", dtype=torch.bfloat16)) not in tall
     narrow = {f"sm90_{d}_rr_128x64x64_c1x1_coop_persistent" for d in ("bf16", "f16")}
     for m, n, k, layouts in ((128, 4096, 6144, "rr"), (128, 8192, 28672, "rr"), (128, 11008, 4096, "rr"),
-                             (96, 8192, 8192, "rr")):
+                             (64, 8192, 8192, "rr"), (128, 8192, 20480, "rr")):
         assert rules_choice(*meta_operands(m, n, k, layouts)) not in narrow, (m, n, k, layouts)
     split = {f"sm90_{d}_{lay}_128x192x64_c2x1_coop_splitk_swapab" for d in ("bf16", "f16") for lay in ("rr", "rc")}
     # two tile columns of D^T split only for K >= 8192 and N <= 4224 (a split for at least half the SMs), over 257-384
@@ -354,9 +376,10 @@ def test_the_session_51_rules_stay_in_their_bands():
 def test_the_64_row_pair_stays_in_its_bands():
     """64x64 tiles in clusters of 2x1 go first for dx (rr) over 33-64 rows only where K >= 1024 and its CTAs fill
     90% of a wave (N >= 3776 on 132 SMs), nor batched; over 65-128 rows of x @ W.T and 80-128 of dx only in at most
-    one wave: not over two (96 x 14336 x 4096 rr: 0.95x against 1.08x; 128 x 6144 x 4096 rc 0.96x against 1.09x), and
-    where they fill less than 90% of it only for x @ W.T over 97-128 rows with K >= 8192 (128 x 1024 x 4096 rc: 0.86x
-    against 0.87x; 96 x 2048 x 8192 rc 0.91x against 0.95x); not dx over 72 rows (72 x 4096 x 6144: 0.83x against
+    one wave: not over two (96 x 14336 x 4096 rr: 0.95x against 1.08x; 128 x 6144 x 4096 rc 0.96x against 1.09x), nor
+    where they fill less than 90% of it (128 x 1024 x 4096 rc: 0.86x against 0.87x; 96 x 2048 x 8192 rc 0.91x against
+    0.95x; since session 56 not x @ W.T over 97-128 rows with K >= 8192 either: 112 / 128 x 2048 x 14336 rc 0.82 /
+    0.84x against the split tiles of D^T's 1.00 / 0.96x); not dx over 72 rows (72 x 4096 x 6144: 0.83x against
     1.02x) nor with K = 1024; for x @ W.T not over 64 rows (64 x 4096 x 14336: that tile and c1x1 ran 1.11-1.20x);
     weight gradients (cr) never."""
     pair = {f"sm90_{d}_{lay}_64x64x64_c2x1_pingpong_persistent" for d in ("bf16", "f16") for lay in ("rr", "rc")}
@@ -364,7 +387,8 @@ def test_the_64_row_pair_stays_in_its_bands():
         pytest.skip("the 64-row pair is not in this build")
     for m, n, k, layouts in ((96, 14336, 4096, "rr"), (32, 4096, 4096, "rr"), (64, 2048, 4096, "rr"),
                              (64, 4096, 512, "rr"), (96, 4096, 1024, "rr"), (128, 2048, 4096, "rr"),
-                             (72, 4096, 6144, "rr"), (96, 2048, 8192, "rc"),
+                             (72, 4096, 6144, "rr"), (96, 2048, 8192, "rc"), (112, 2048, 8192, "rc"),
+                             (128, 2048, 14336, "rc"),
                              (64, 4096, 14336, "rc"), (128, 1024, 4096, "rc"), (128, 6144, 4096, "rc"),
                              (128, 8192, 8192, "rc"), (160, 4096, 14336, "rc"), (64, 4096, 4096, "cr"),
                              (128, 4096, 4096, "cr")):
