@@ -57,10 +57,10 @@ __device__ __forceinline__ void store_row_pack(const StridedMatrix<T>& c, const 
 }
 
 // kRowPacks: D holds each row's outputs adjacent, its rows, batches and pointer at multiples of 4 elements, and N
-// is a multiple of 4 (C, read where beta != 0, through its strides): a pack of 4 outputs lies in one row, its position is found with
-// one pair of divisions (not one a output) and D is written 4 outputs a store. Where the outputs are many the
-// element-by-element epilogue, two 32-bit divisions and 64-bit addressing an output, cost more than the loads:
-// 176 x 4096 x 4096's 4 slices (11.5 MB of partials in L2) took 7.2 us.
+// is a multiple of 4 (C, read where beta != 0, through its strides): a pack of 4 outputs lies in one row, its
+// position takes one pair of divisions (not a pair an output) and D is written 4 outputs a store. Where the outputs
+// are many, the element-by-element epilogue (two 32-bit divisions and 64-bit addressing an output) costs more than
+// the loads: 176 x 4096 x 4096's 4 slices (11.5 MB of partials in L2) took 7.2 us.
 template <typename T, typename P, int kVec, int kLanes, int kGroups, typename Index, bool kRowPacks = false>
 __global__ void __launch_bounds__(kLanes * kGroups)
     sum_partials_kernel(int64_t m64, int64_t n64, int64_t batch, int slices, const P* __restrict__ partials,
@@ -90,32 +90,26 @@ __global__ void __launch_bounds__(kLanes * kGroups)
       for (int q = 0; q < kVec; ++q) row_sums[group][lane * kVec + q] = sum[q];
       __syncthreads();
     }
-    if constexpr (kRowPacks) {
-      if (group == 0 && pack < packs) {
-        Acc out[kVec];
-#pragma unroll
-        for (int q = 0; q < kVec; ++q) {
-          out[q] = sum[q];
-          if constexpr (kGroups > 1) {
-            out[q] = row_sums[0][lane * kVec + q];
-#pragma unroll
-            for (int g = 1; g < kGroups; ++g) out[q] += row_sums[g][lane * kVec + q];
-          }
-        }
-        const Index e = pack * kVec, bz = e / mn, r = e - bz * mn, i = r / n, j = r - i * n;
-        store_row_pack<T>(c, d, alpha, beta, bz, i, j, out);
-      }
-    } else if (group == 0 && pack < packs) {
+    if (group == 0 && pack < packs) {
+      Acc out[kVec];
 #pragma unroll
       for (int q = 0; q < kVec; ++q) {
-        Acc out = sum[q];
+        out[q] = sum[q];
         if constexpr (kGroups > 1) {
-          out = row_sums[0][lane * kVec + q];
+          out[q] = row_sums[0][lane * kVec + q];
 #pragma unroll
-          for (int g = 1; g < kGroups; ++g) out += row_sums[g][lane * kVec + q];
+          for (int g = 1; g < kGroups; ++g) out[q] += row_sums[g][lane * kVec + q];
         }
-        const Index e = pack * kVec + q, bz = e / mn, r = e - bz * mn, i = r / n, j = r - i * n;
-        store_epilogue(c, d, alpha, beta, bz, i, j, out);
+      }
+      if constexpr (kRowPacks) {
+        const Index e = pack * kVec, bz = e / mn, r = e - bz * mn, i = r / n, j = r - i * n;
+        store_row_pack<T>(c, d, alpha, beta, bz, i, j, out);
+      } else {
+#pragma unroll
+        for (int q = 0; q < kVec; ++q) {
+          const Index e = pack * kVec + q, bz = e / mn, r = e - bz * mn, i = r / n, j = r - i * n;
+          store_epilogue(c, d, alpha, beta, bz, i, j, out[q]);
+        }
       }
     }
     if constexpr (kGroups > 1) __syncthreads();  // the next packs overwrite row_sums
