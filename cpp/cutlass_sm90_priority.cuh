@@ -238,6 +238,19 @@ class Sm90Priority {
   static bool one_tile_row_full_wave_pair(const GemmProblem& p) {
     return p.batch == 1 && p.m > kOneRowMinRows && p.m <= kTileM && own_ctas_fill_one_wave(p, kOneRowFullWave);
   }
+  // And dx over kOneRowMinRows + 1 .. 128 rows where 128x64 tiles take more than a wave: 128x128 tiles in clusters of
+  // 1x2 where their CTAs fill kOneRowWidePairFill .. 1 of a wave (N of 9984-16896 on 132 SMs) with K <= kOneRowMaxK,
+  // ahead of the measured table, whose vote ran stream-K 128x128 at N = 11008 and 16384. H200, bf16, every kernel by
+  // name, K = 4096 (sessions 50-55: band-128, m64-128, model-shapes, pair-rows, tokens grids): the fastest kernel at all
+  // 22 such problems; at the 13 where auto ran stream-K then, 1.066x torch.matmul against 1.011x (72-128 x 11008 x
+  // 4096 0.96-1.12 against 0.90-1.06). At shorter K the table mostly runs them already (kFewTilesNarrow's reason).
+  static constexpr bool kOneRowWidePairRowRow = kOneWavePair && kPairAlongN && kTileN == 128 && sizeof(Element) == 2 &&
+                                                kRowMajorA && !kKMajorB;
+  static constexpr double kOneRowWidePairFill = 0.6;
+  static bool one_tile_row_wide_pair(const GemmProblem& p) {
+    return p.batch == 1 && p.m > kOneRowMinRows && p.m <= kTileM && p.k <= kOneRowMaxK &&
+           own_ctas_fill_one_wave(p, kOneRowWidePairFill);
+  }
   // Split-K in parallel is for long K over few tiles (it runs only where K splits into at least
   // half as many equal slices as the SMs need: split_k_slices): at its registered priority (95,
   // ahead of stream-K; the 128x256 tile 96) where the tiles fill at most a quarter of the SMs
@@ -573,6 +586,8 @@ class Sm90Priority {
     if constexpr (kOneWavePair) {
       if constexpr (kOneRowWavePairRowCol)
         if (one_tile_row_full_wave_pair(p)) return kAheadOfTablePriority;
+      if constexpr (kOneRowWidePairRowRow)
+        if (one_tile_row_wide_pair(p)) return kAheadOfTablePriority;
       if constexpr (kPairOrientation)
         if (other_orientation_launches_fewer(p)) return kNotOneWavePairPriority;
       const int64_t tiles = Gemm::tiles_of(p), sms = sm_count_of(p);

@@ -257,6 +257,10 @@ RULES_56 = [
     (72, 6144, 1024, "rr", torch.bfloat16, None, "sm90_bf16_rr_128x64x64_c1x1_coop_persistent"),
     (96, 8192, 8192, "rr", torch.float16, None, "sm90_f16_rr_128x64x64_c1x1_coop_persistent"),
     (128, 8192, 14336, "rr", torch.bfloat16, None, "sm90_bf16_rr_128x64x64_c1x1_coop_persistent"),
+    # ... and where 128x64 tiles take more than a wave, on 128x128 tiles in clusters of 1x2 where their CTAs fill 60-100%
+    # of it with K <= 4096 (sessions 50-55, 72-128 x 11008 x 4096: 0.96-1.12x against stream-K 128x128's 0.90-1.06x) ...
+    (96, 11008, 4096, "rr", torch.bfloat16, None, "sm90_bf16_rr_128x128x64_c1x2_coop_persistent"),
+    (72, 16384, 2048, "rr", torch.float16, None, "sm90_f16_rr_128x128x64_c1x2_coop_persistent"),
     # ... and x @ W.T split over 128x192 tiles of D^T where 128x64 tiles of D fill at most half the SMs with K >= 8192
     # (72 x 2048 x 14336 0.97x against 64x64 c1x1's 0.71x; 112 x 2048 x 8192 0.93x against the 64-row pair's 0.90x)
     (72, 2048, 14336, "rc", torch.bfloat16, None, "sm90_bf16_rc_128x192x64_c2x1_coop_splitk_swapab"),
@@ -424,3 +428,22 @@ def test_the_two_tile_row_rules_stay_in_their_band():
     batched = torch.empty(2, 208, 8192, device="meta", dtype=torch.bfloat16)
     assert rules_choice(batched, torch.empty(2, 8192, 8192, device="meta", dtype=torch.bfloat16)) != \
         "sm90_bf16_rr_128x128x64_c2x1_coop_persistent"
+
+
+def test_the_session_56_rules_run_ahead_of_the_h100_table():
+    """Between the shipped (H100) table's points over one 128-row tile row, session 56's rules run their kernels ahead
+    of its vote (its picks there, measured on the H200: 128x64 c1x4 0.73x torch.matmul at 96 x 7680 x 14336 rc, the
+    64x64 c1x1 ping-pong 0.71x at 72 x 2048 x 14336 rc, stream-K 0.90-1.06x at 72-128 x 11008 x 4096 rr) and leave
+    dx's longer K to it (96 x 11008 x 8192: no measurement says otherwise)."""
+    if not any(t["device"] == "NVIDIA H100 80GB HBM3" for t in heuristics.load_tables()):
+        pytest.skip("the H100 table is not shipped")
+    names = {x["name"] for x in pg.kernels()}
+    for (m, n, k, layouts), kernel in (((96, 7680, 14336, "rc"), "sm90_bf16_rc_128x64x64_c1x2_coop_persistent"),
+                                       ((72, 2048, 14336, "rc"), "sm90_bf16_rc_128x192x64_c2x1_coop_splitk_swapab"),
+                                       ((72, 6144, 1024, "rr"), "sm90_bf16_rr_128x64x64_c1x1_coop_persistent"),
+                                       ((96, 11008, 4096, "rr"), "sm90_bf16_rr_128x128x64_c1x2_coop_persistent")):
+        if kernel in names:
+            plan = pg.plan(*meta_operands(m, n, k, layouts), arch=90)
+            assert plan["kernel"] == kernel, (m, n, k, layouts, plan["reason"])
+    plan = pg.plan(*meta_operands(96, 11008, 8192, "rr"), arch=90)
+    assert plan["kernel"] != "sm90_bf16_rr_128x128x64_c1x2_coop_persistent", plan["reason"]
