@@ -241,8 +241,8 @@ class Sm90Priority {
   // And dx over kOneRowMinRows + 1 .. 128 rows where 128x64 tiles take more than a wave: 128x128 tiles in clusters of
   // 1x2 where their CTAs fill kOneRowWidePairFill .. 1 of a wave (N of 9984-16896 on 132 SMs) with K <= kOneRowMaxK,
   // ahead of the measured table, whose vote ran stream-K 128x128 at N = 11008 and 16384. H200, bf16, every kernel by
-  // name, K = 4096 (sessions 50-55: band-128, m64-128, model-shapes, pair-rows, tokens grids): the fastest kernel at all
-  // 22 such problems; at the 13 where auto ran stream-K then, 1.066x torch.matmul against 1.011x (72-128 x 11008 x
+  // name, K = 4096 (sessions 50-55: band-128, m64-128, model-shapes, pair-rows, tokens grids): the fastest kernel at
+  // all 22 such problems; at the 13 where auto ran stream-K then, 1.066x torch.matmul against 1.011x (72-128 x 11008 x
   // 4096 0.96-1.12 against 0.90-1.06). At shorter K the table mostly runs them already (kFewTilesNarrow's reason).
   static constexpr bool kOneRowWidePairRowRow = kOneWavePair && kPairAlongN && kTileN == 128 && sizeof(Element) == 2 &&
                                                 kRowMajorA && !kKMajorB;
@@ -383,19 +383,19 @@ class Sm90Priority {
   //    against 128x128 c1x2's 1.04, 40 x 4096 x 4096 1.12 (16.8 us; 18.6 before). Over 96 rows behind where N > 4096
   //    (96 x 14336 x 4096: 0.73 against 1.04); over 16-32 rows the SM80 64x64 tile leads (its own rule).
   //  - (session 52 to 55) x @ W.T (A row-major, B column-major) over 97-128 rows with K >= 8192 where its CTAs take
-  //    one wave (N <= 4224 on 132 SMs), ahead of kSplitKFewRowsTransposed there: 128 x 4096 x 14336 1.03-1.07 against split-K 128x192 of
-  //    D^T's 1.00 and the table's 128x64 c1x4's 0.91, 128 x 4096 x 11008 1.04-1.06 / 0.98 / 0.97, 128 x 2048 x 8192 0.90
-  //    / 0.90 / 0.78; 112 rows 0.83-1.03 against the table's 0.81-0.94. Over 65-96 rows the second tile is mostly
-  //    padding (72 x 4096 x 14336: 0.74 against the table's 64x64 c1x2's 0.82; 96 rows 0.86-0.97 against 0.89-0.91),
-  //    and behind with K = 4096 (96 x 4096 x 4096: 1.00 against 128x64 c1x4's 1.06). Dropped in session 56: where its
-  //    CTAs fill less than kPairFullWave of the wave (N = 2048) the split of D^T was ahead (one-row and pair-rows
-  //    grids: 112 / 128 x 2048 x 14336 1.00 / 0.96 against 0.82 / 0.84; kSplitKFewRowsTransposed), and where they fill
-  //    it the case below takes them.
+  //    one wave (N <= 4224 on 132 SMs), ahead of kSplitKFewRowsTransposed there: 128 x 4096 x 14336 1.03-1.07 against
+  //    split-K 128x192 of D^T's 1.00 and the table's 128x64 c1x4's 0.91, 128 x 4096 x 11008 1.04-1.06 / 0.98 / 0.97,
+  //    128 x 2048 x 8192 0.90 / 0.90 / 0.78; 112 rows 0.83-1.03 against the table's 0.81-0.94. Over 65-96 rows the
+  //    second tile is mostly padding (72 x 4096 x 14336: 0.74 against the table's 64x64 c1x2's 0.82; 96 rows
+  //    0.86-0.97 against 0.89-0.91), and behind with K = 4096 (96 x 4096 x 4096: 1.00 against 128x64 c1x4's 1.06).
+  //    Dropped in session 56: where its CTAs fill less than kPairFullWave of the wave (N = 2048) the split of D^T was
+  //    ahead (one-row and pair-rows grids: 112 / 128 x 2048 x 14336 1.00 / 0.96 against 0.82 / 0.84;
+  //    kSplitKFewRowsTransposed), and where they fill it the case below takes them.
   //  - since session 55, x @ W.T over 65-128 rows and dx over kPairDxClusterRowMinRows .. 128 (one cluster row: its
   //    B tiles multicast to the two 64-row tiles and loaded evict-first, Sm90L2HintedMainloop) where its CTAs fill
   //    kPairFullWave .. 1 of a wave (N of 3776-4224 on 132 SMs) with K >= kPairClusterRowMinK, at
-  //    kPairClusterRowPriority: ahead of the 128-row tiles without a cluster
-  //    for dx (kOneRowNarrow, kAheadOfTablePriority). H200, session 55 (notes/random-shapes-session47.py pair-rows:
+  //    kPairClusterRowPriority: ahead of the 128-row tiles without a cluster for dx (kOneRowNarrow,
+  //    kAheadOfTablePriority). H200, session 55 (notes/random-shapes-session47.py pair-rows:
   //    72-128 rows, every kernel by name in one run), where it goes first (35 problems): 1.115x torch.matmul against
   //    1.000x for the fastest other kernel; 72-128 x 4096 x 4096 rc 0.84-1.24 against 128x64 c1x4's 0.89-1.07, rr
   //    80-128 x 4096 x 6144 1.14-1.27 against split-K 128x64 c1x2's 1.01-1.11, x 4096 x 14336 1.11-1.17 against

@@ -245,9 +245,9 @@ RULES_55 = [
 
 
 RULES_56 = [
-    # One 128-row tile row (65-128 rows; H200, session 56, bf16, every kernel by name, x torch.matmul): x @ W.T on 128x64
-    # tiles in clusters of 1x2 where their CTAs fill 90-100% of a wave (96 x 7680 x 14336 1.07x against the table's
-    # 128x64 c1x4's 0.73x; 112 x 8192 x 8192 1.02x against 128x128 c1x2's 0.90x) ...
+    # One 128-row tile row (65-128 rows; H200, session 56, bf16, every kernel by name, x torch.matmul): x @ W.T on
+    # 128x64 tiles in clusters of 1x2 where their CTAs fill 90-100% of a wave (96 x 7680 x 14336 1.07x against the
+    # table's 128x64 c1x4's 0.73x; 112 x 8192 x 8192 1.02x against 128x128 c1x2's 0.90x) ...
     (96, 7680, 14336, "rc", torch.bfloat16, None, "sm90_bf16_rc_128x64x64_c1x2_coop_persistent"),
     (112, 8192, 8192, "rc", torch.float16, None, "sm90_f16_rc_128x64x64_c1x2_coop_persistent"),
     (72, 7680, 1024, "rc", torch.bfloat16, None, "sm90_bf16_rc_128x64x64_c1x2_coop_persistent"),
@@ -257,8 +257,9 @@ RULES_56 = [
     (72, 6144, 1024, "rr", torch.bfloat16, None, "sm90_bf16_rr_128x64x64_c1x1_coop_persistent"),
     (96, 8192, 8192, "rr", torch.float16, None, "sm90_f16_rr_128x64x64_c1x1_coop_persistent"),
     (128, 8192, 14336, "rr", torch.bfloat16, None, "sm90_bf16_rr_128x64x64_c1x1_coop_persistent"),
-    # ... and where 128x64 tiles take more than a wave, on 128x128 tiles in clusters of 1x2 where their CTAs fill 60-100%
-    # of it with K <= 4096 (sessions 50-55, 72-128 x 11008 x 4096: 0.96-1.12x against stream-K 128x128's 0.90-1.06x) ...
+    # ... and where 128x64 tiles take more than a wave, on 128x128 tiles in clusters of 1x2 where their CTAs fill
+    # 60-100% of it with K <= 4096 (sessions 50-55, 72-128 x 11008 x 4096: 0.96-1.12x against stream-K 128x128's
+    # 0.90-1.06x) ...
     (96, 11008, 4096, "rr", torch.bfloat16, None, "sm90_bf16_rr_128x128x64_c1x2_coop_persistent"),
     (72, 16384, 2048, "rr", torch.float16, None, "sm90_f16_rr_128x128x64_c1x2_coop_persistent"),
     # ... and x @ W.T split over 128x192 tiles of D^T where 128x64 tiles of D fill at most half the SMs with K >= 8192
@@ -356,7 +357,8 @@ def test_the_session_51_rules_stay_in_their_bands():
     without a cluster go first for dx over 97-128 rows (65-128 since session 56) only within one wave with N >= 4096
     and K <= 4096 or the wave >= 90% full and K <= 8192 (16384 since session 56): not 4096 x 6144 (half a wave; split-K
     128x64 c1x2 ran 1.03x), 8192 x 28672 or 20480 (a full wave, long K: stream-K 128x128 1.05-1.08x against
-    0.91-1.05x), 11008 x 4096 (172 tiles: 128x128 c1x2 1.12x), or 64 rows. Split-K 128x192 tiles of D^T go first over 257-384 rows only for K >= 8192 where they split (N <= 4224)."""
+    0.91-1.05x), 11008 x 4096 (172 tiles: 128x128 c1x2 1.12x), or 64 rows. Split-K 128x192 tiles of D^T go first over
+    257-384 rows only for K >= 8192 where they split (N <= 4224)."""
     names = {x["name"] for x in pg.kernels()}
     tall = {f"sm90_{d}_{lay}_128x192x64_c2x1_coop_persistent_swapab" for d in ("bf16", "f16") for lay in ("rr", "rc", "cr")}
     if not tall & names:
