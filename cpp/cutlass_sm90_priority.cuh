@@ -220,10 +220,13 @@ class Sm90Priority {
                                         std::is_same_v<typename Gemm::UserLayoutB, cutlass::layout::RowMajor>;
   static constexpr double kOneRowFullWave = 0.9;
   static constexpr int64_t kOneRowMinRows = 64, kOneRowMaxK = 4096, kOneRowFullWaveMaxK = 16384, kOneRowMinN = 4096;
+  static bool one_tile_row(const GemmProblem& p) {  // kOneRowMinRows + 1 .. 128 rows, one batch
+    return p.batch == 1 && p.m > kOneRowMinRows && p.m <= kTileM;
+  }
   static bool one_tile_row_one_wave(const GemmProblem& p) {
     const int64_t tiles = Gemm::tiles_of(p), sms = sm90_tiles::sm_count_of(p);
     const bool full_wave = static_cast<double>(tiles) >= kOneRowFullWave * static_cast<double>(sms);
-    return p.batch == 1 && p.m > kOneRowMinRows && p.m <= kTileM && p.n >= kOneRowMinN && tiles <= sms &&
+    return one_tile_row(p) && p.n >= kOneRowMinN && tiles <= sms &&
            p.k <= (full_wave ? kOneRowFullWaveMaxK : kOneRowMaxK);
   }
   // Its twin for x @ W.T (A row-major, B column-major), 128x64 tiles in clusters of 1x2, over kOneRowMinRows + 1 ..
@@ -236,7 +239,7 @@ class Sm90Priority {
   static constexpr bool kOneRowWavePairRowCol = kOneWavePair && kPairAlongN && kTileN == 64 &&
                                                 sizeof(Element) == 2 && kRowMajorA && kKMajorB;
   static bool one_tile_row_full_wave_pair(const GemmProblem& p) {
-    return p.batch == 1 && p.m > kOneRowMinRows && p.m <= kTileM && own_ctas_fill_one_wave(p, kOneRowFullWave);
+    return one_tile_row(p) && own_ctas_fill_one_wave(p, kOneRowFullWave);
   }
   // And dx over kOneRowMinRows + 1 .. 128 rows where 128x64 tiles take more than a wave: 128x128 tiles in clusters of
   // 1x2 where their CTAs fill kOneRowWidePairFill .. 1 of a wave (N of 9984-16896 on 132 SMs) with K <= kOneRowMaxK,
@@ -248,8 +251,7 @@ class Sm90Priority {
                                                 kRowMajorA && !kKMajorB;
   static constexpr double kOneRowWidePairFill = 0.6;
   static bool one_tile_row_wide_pair(const GemmProblem& p) {
-    return p.batch == 1 && p.m > kOneRowMinRows && p.m <= kTileM && p.k <= kOneRowMaxK &&
-           own_ctas_fill_one_wave(p, kOneRowWidePairFill);
+    return one_tile_row(p) && p.k <= kOneRowMaxK && own_ctas_fill_one_wave(p, kOneRowWidePairFill);
   }
   // Split-K in parallel is for long K over few tiles (it runs only where K splits into at least
   // half as many equal slices as the SMs need: split_k_slices): at its registered priority (95,
