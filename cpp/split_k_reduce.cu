@@ -155,7 +155,7 @@ bool row_packs_of_d(const GemmProblem& p) {
   const auto multiple_of_4 = [](int64_t stride, int64_t extent) { return extent <= 1 || stride % 4 == 0; };
   return p.n % 4 == 0 && p.d.col_stride == 1 && multiple_of_4(p.d.row_stride, p.m) &&
          multiple_of_4(p.d.batch_stride, p.batch) && reinterpret_cast<uintptr_t>(p.d.ptr) % (4 * sizeof(T)) == 0 &&
-         std::getenv("PYCUTLASS_GEMM_REDUCE_BY_ELEMENT") == nullptr;
+         !experiments().reduce_by_element.load(std::memory_order_relaxed);
 }
 
 }  // namespace

@@ -2,10 +2,11 @@
 
 Session 55's ncu (notes/ncu-memory-bound-h200-2026-12-05-session55.txt) found the reduction after 176 x 4096 x 4096 rr's
 split-K product (4 slices of 128x192 tiles of D^T: 11.5 MB of fp32 partials) at 7.2 us beside a 16 us product. Its
-epilogue wrote D element by element, two 32-bit divisions and 64-bit addressing an output. The experiment's build reads
-PYCUTLASS_GEMM_REDUCE_BY_ELEMENT at each call (the old epilogue where set). Each problem, each split-K kernel that takes
-it, new and old in shuffled rounds beside torch.matmul and auto, L2 flushed as the benchmark does; every launch checked
-against float64. Then the two kernels' own times from torch.profiler at 176 x 4096 x 4096 rr.
+epilogue wrote D element by element, two 32-bit divisions and 64-bit addressing an output. The old epilogue runs where
+the switch _C.set_experiment("reduce_by_element", 1) is on (cpp/gemm_problem.h, Experiments; until session 57 an
+environment variable read at each call). Each problem, each split-K kernel that takes it, new and old in shuffled
+rounds beside torch.matmul and auto, L2 flushed as the benchmark does; every launch checked against float64.
+Then the two kernels' own times from torch.profiler at 176 x 4096 x 4096 rr.
     python3 notes/split-reduce-session56.py OUT.jsonl"""
 import json, os, statistics, sys
 import torch
@@ -13,7 +14,7 @@ import pycutlass_gemm as pg
 from pycutlass_gemm import bench_timing as bt
 from pycutlass_gemm.bench_cases import PRECISIONS, Workload
 
-OLD = "PYCUTLASS_GEMM_REDUCE_BY_ELEMENT"
+from pycutlass_gemm import _C
 p = {q.name: q for q in PRECISIONS}[os.environ.get("PRECISION", "bf16")]
 settings = bt.Settings(budget_s=0.02, min_runs=5, max_runs=9, warmup_s=0.01, flush_mib=1024)
 flush = bt.flush_buffer(settings)
@@ -32,10 +33,7 @@ def runs(name, a, b, o):
 
 
 def call(a, b, o, name, old):
-    if old:
-        os.environ[OLD] = "1"
-    else:
-        os.environ.pop(OLD, None)
+    _C.set_experiment("reduce_by_element", int(old))
     if name == "auto":
         pg.gemm(a, b, out=o)
     else:
@@ -88,4 +86,4 @@ for layout, (m, n, k) in (("rr", (176, 4096, 4096)), ("rr", (256, 256, 131072)),
                 times.setdefault(e.name[:60], []).append(e.device_time_total if hasattr(e, "device_time_total") else e.cuda_time_total)
         print(f"profile {m}x{n}x{k} {layout} {'old' if old else 'new'}: " +
               "; ".join(f"{nm} {statistics.median(v):.2f} us x{len(v)}" for nm, v in times.items()), flush=True)
-os.environ.pop(OLD, None)
+_C.set_experiment("reduce_by_element", 0)
