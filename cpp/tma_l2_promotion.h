@@ -6,7 +6,9 @@
 // (cute/atom/copy_traits_sm90_tma.hpp, make_tma_copy_desc: a constant, no parameter); DeepGEMM
 // encodes its with 256. Why it may matter: at 256 x 256 x 131072 bf16 our split-K kernel streams
 // HBM at 62% of peak where cuBLAS's kernel of the same tiles, cluster and stages streams at 78%
-// (ncu, H200, session 55), and decode-sized products are memory-bound too.
+// (ncu, H200, session 55), and decode-sized products are memory-bound too. Session 31 (H100, a patch
+// of CuTe's encode, alternating processes) had 256 bytes 4-9% slower for most long-K split-K tiles
+// and 3% faster for 256x128 c1x2's; here old and new run in the same shuffled rounds.
 //
 // How: included before any CuTe header (it refuses otherwise), this header turns CUTLASS's constant
 // into a thread-local value that CutlassSm90Gemm::run sets around the encoding of one launch's

@@ -3,10 +3,13 @@
 A descriptor's L2 promotion is the size in which L2 fills a miss from HBM. CUTLASS 4.2 encodes every tiled descriptor
 with 128 bytes; DeepGEMM encodes its with 256. Session 55's ncu (notes/ncu-memory-bound-h200-2026-12-05-session55.txt)
 had our split-K kernel at 256 x 256 x 131072 rr bf16 streaming HBM at 62% of peak where cuBLAS's kernel of the same
-tiles, cluster and stages streams at 78%. cpp/tma_l2_promotion.h makes the promotion a per-launch choice, which the
-switch _C.set_experiment("tma_l2_promotion_bytes", B) sets for every SM90 launch after it (cpp/gemm_problem.h). At 256
-the small-M/N kernels' loads of W also ask L2 for 256 bytes (.L2::256B, switch small_mn_prefetch_bytes): the decode
-grid, where at 16 x 4096 x 4096 they stream HBM at 55% of peak (cuBLAS 60%).
+tiles, cluster and stages streams at 78%. Session 31 (H100, a patch: notes/patches/sm90-tma-l2-promotion-session31.patch,
+alternating processes) found 256 bytes 4-9% slower for the long-K split-K kernels but 256x128 c1x2's (0.207 -> 0.200 ms
+at 524288); decode-sized products and the small-M/N kernels were not timed. cpp/tma_l2_promotion.h makes the
+promotion a per-launch choice, which _C.set_experiment("tma_l2_promotion_bytes", B) sets for every SM90 launch after
+it (cpp/gemm_problem.h): old and new in the same shuffled rounds. At 256 the small-M/N kernels' loads of W also ask L2
+for 256 bytes (.L2::256B, switch small_mn_prefetch_bytes): the decode grid, where at 16 x 4096 x 4096 they stream HBM
+at 55% of peak (cuBLAS 60%).
 
 Each problem: auto and every SM90 kernel of its dtype that takes it, by name, at each promotion, in shuffled rounds
 beside torch.matmul, L2 flushed by zeroing 1 GiB as the benchmark does; every launch checked against float64.
