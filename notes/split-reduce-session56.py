@@ -5,39 +5,27 @@ split-K product (4 slices of 128x192 tiles of D^T: 11.5 MB of fp32 partials) at 
 epilogue wrote D element by element, two 32-bit divisions and 64-bit addressing an output. The old epilogue runs where
 the switch _C.set_experiment("reduce_by_element", 1) is on (cpp/gemm_problem.h, Experiments; until session 57 an
 environment variable read at each call). Each problem, each split-K kernel that takes it, new and old in shuffled
-rounds beside torch.matmul and auto, L2 flushed as the benchmark does; every launch checked against float64.
-Then the two kernels' own times from torch.profiler at 176 x 4096 x 4096 rr.
+rounds beside torch.matmul and auto, L2 flushed as the benchmark does; every launch checked against float64
+(notes/switch_rounds.py). Then the two kernels' own times from torch.profiler at 176 x 4096 x 4096 rr.
     python3 notes/split-reduce-session56.py OUT.jsonl"""
 import json, os, statistics, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch
 import pycutlass_gemm as pg
-from pycutlass_gemm import bench_timing as bt
-from pycutlass_gemm.bench_cases import PRECISIONS, Workload
-
 from pycutlass_gemm import _C
+from pycutlass_gemm.bench_cases import PRECISIONS, Workload
+from switch_rounds import layer, runs, time_states
+
 p = {q.name: q for q in PRECISIONS}[os.environ.get("PRECISION", "bf16")]
-settings = bt.Settings(budget_s=0.02, min_runs=5, max_runs=9, warmup_s=0.01, flush_mib=1024)
-flush = bt.flush_buffer(settings)
-layer = lambda layout, t, d_out, d_in: (t, d_out, d_in) if layout == "rc" else (t, d_in, d_out)  # noqa: E731
 PROBLEMS = [(lay, layer(lay, t, *d)) for lay in ("rr", "rc") for t in (72, 96, 144, 176, 192, 256)
             for d in ((4096, 4096), (4096, 14336), (14336, 4096), (2048, 8192))]
 PROBLEMS += [("rr", (256, 256, 131072)), ("rr", (256, 256, 524288)), ("rr", (1024, 1024, 16384)),
              ("rr", (512, 512, 65536)), ("rc", (2048, 2048, 16384)), ("rr", (4, 16, 65536))]
+STATES = ("new", "old")  # old: the per-output epilogue for every D
 
 
-def runs(name, a, b, o):
-    try:
-        return pg.can_run(name, a, b, out=o) == ""
-    except ValueError:  # a kernel of another dtype
-        return False
-
-
-def call(a, b, o, name, old):
-    _C.set_experiment("reduce_by_element", int(old))
-    if name == "auto":
-        pg.gemm(a, b, out=o)
-    else:
-        pg.gemm(a, b, out=o, variant=name)
+def set_state(state):
+    _C.set_experiment("reduce_by_element", int(state == "old"))
 
 
 splits = [k["name"] for k in pg.kernels() if "splitk" in k["name"] or k["name"].startswith("small_mn")]
@@ -48,42 +36,33 @@ for layout, (m, n, k) in PROBLEMS:
     o = torch.full(w.out_shape, float("nan"), device="cuda", dtype=p.dtype)
     auto = pg.plan(a, b)["kernel"]
     cands = [x for x in splits if runs(x, a, b, o)] + ["auto"]
-    ref = torch.matmul(a.double(), b.double())
-    errs = {}
-    for x in cands:
-        for old in (False, True):
-            o.fill_(float("nan"))
-            call(a, b, o, x, old)
-            errs[x + (" old" if old else "")] = ((o.double() - ref).norm() / ref.norm()).item()
-    fns = [lambda: torch.matmul(a, b, out=o)] + [lambda x=x, old=old: call(a, b, o, x, old)
-                                                 for x in cands for old in (False, True)]
-    for f in fns:
-        bt.warm_up(f, settings)
-    t = [statistics.median(s) for s in bt.time_interleaved(fns, flush, settings)]
-    ms = dict(zip([x + s for x in cands for s in ("", " old")], t[1:]))
-    out.write(json.dumps(dict(m=m, n=n, k=k, layout=layout, auto=auto, torch_ms=t[0], ms=ms, errs=errs)) + "\n")
+    torch_ms, ms, errs = time_states(a, b, o, cands, STATES, set_state)
+    out.write(json.dumps(dict(m=m, n=n, k=k, layout=layout, auto=auto, torch_ms=torch_ms, ms=ms, errs=errs)) + "\n")
     out.flush()
-    print(f"{m}x{n}x{k} {layout} torch {t[0]*1e3:.1f} us; " + "; ".join(
-        f"{x.replace('sm90_bf16_', '')} {ms[x]*1e3:.1f} (old {ms[x + ' old']*1e3:.1f}, x{t[0]/ms[x]:.2f})" for x in cands) +
-        f"; auto {auto}; worst err {max(errs.values()):.1e}", flush=True)
+    print(f"{m}x{n}x{k} {layout} torch {torch_ms*1e3:.1f} us; " + "; ".join(
+        f"{x.replace('sm90_bf16_', '')} {ms[x + ' new']*1e3:.1f} (old {ms[x + ' old']*1e3:.1f}, "
+        f"x{torch_ms/ms[x + ' new']:.2f})" for x in cands) + f"; auto {auto}; worst err {max(errs.values()):.1e}",
+        flush=True)
 
 # The kernels' own times (no flush), 176 x 4096 x 4096 rr and 256 x 256 x 131072 rr, auto's kernel.
 for layout, (m, n, k) in (("rr", (176, 4096, 4096)), ("rr", (256, 256, 131072)), ("rc", (176, 4096, 4096))):
     w = Workload.problem(m, n, k, layout, 1)
     a, b = w.make_inputs(p)
     o = torch.empty(w.out_shape, device="cuda", dtype=p.dtype)
-    for old in (False, True):
+    for state in STATES:
+        set_state(state)
         for _ in range(5):
-            call(a, b, o, "auto", old)
+            pg.gemm(a, b, out=o)
         torch.cuda.synchronize()
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
             for _ in range(20):
-                call(a, b, o, "auto", old)
+                pg.gemm(a, b, out=o)
             torch.cuda.synchronize()
         times = {}
         for e in prof.events():
             if e.device_type == torch.autograd.DeviceType.CUDA:
-                times.setdefault(e.name[:60], []).append(e.device_time_total if hasattr(e, "device_time_total") else e.cuda_time_total)
-        print(f"profile {m}x{n}x{k} {layout} {'old' if old else 'new'}: " +
+                times.setdefault(e.name[:60], []).append(
+                    e.device_time_total if hasattr(e, "device_time_total") else e.cuda_time_total)
+        print(f"profile {m}x{n}x{k} {layout} {state}: " +
               "; ".join(f"{nm} {statistics.median(v):.2f} us x{len(v)}" for nm, v in times.items()), flush=True)
-_C.set_experiment("reduce_by_element", 0)
+set_state("new")

@@ -12,20 +12,19 @@ for 256 bytes (.L2::256B, switch small_mn_prefetch_bytes): the decode grid, wher
 at 55% of peak (cuBLAS 60%).
 
 Each problem: auto and every SM90 kernel of its dtype that takes it, by name, at each promotion, in shuffled rounds
-beside torch.matmul, L2 flushed by zeroing 1 GiB as the benchmark does; every launch checked against float64.
+beside torch.matmul, L2 flushed by zeroing 1 GiB as the benchmark does; every launch checked against float64
+(notes/switch_rounds.py).
     python3 notes/tma-l2-promotion-session57.py OUT.jsonl [GRID ...]"""
-import json, os, statistics, sys
+import json, os, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch
 import pycutlass_gemm as pg
 from pycutlass_gemm import _C
-from pycutlass_gemm import bench_timing as bt
 from pycutlass_gemm.bench_cases import PRECISIONS, Workload
+from switch_rounds import layer, runs, time_states
 
 PROMOTIONS = (128, 256, 0)  # bytes; 128 first: CUTLASS's, what ships
 p = {q.name: q for q in PRECISIONS}[os.environ.get("PRECISION", "bf16")]
-settings = bt.Settings(budget_s=0.02, min_runs=5, max_runs=9, warmup_s=0.01, flush_mib=1024)
-flush = bt.flush_buffer(settings)
-layer = lambda layout, t, d_out, d_in: (t, d_out, d_in) if layout == "rc" else (t, d_in, d_out)  # noqa: E731
 grids = {
     "decode": [("rc", (t, n, k)) for t in (1, 4, 16, 32) for n, k in ((4096, 4096), (14336, 4096), (4096, 14336))]
     + [("rc", (16, 128256, 4096))],
@@ -38,17 +37,9 @@ grids = {
 }
 
 
-def runs(name, a, b, o):
-    try:
-        return pg.can_run(name, a, b, out=o) == ""
-    except ValueError:  # a kernel of another dtype
-        return False
-
-
-def call(a, b, o, name, promotion):
+def set_promotion(promotion):
     _C.set_experiment("tma_l2_promotion_bytes", promotion)
     _C.set_experiment("small_mn_prefetch_bytes", 256 if promotion == 256 else 0)
-    pg.gemm(a, b, out=o, variant=name)
 
 
 names = [k["name"] for k in pg.kernels() if k["name"].startswith(("sm90_", "small_mn_"))]
@@ -60,27 +51,12 @@ for grid in sys.argv[2:] or list(grids):
         o = torch.full(w.out_shape, float("nan"), device="cuda", dtype=p.dtype)
         auto = pg.plan(a, b)["kernel"]
         cands = ["auto"] + [x for x in names if runs(x, a, b, o)]
-        ref = torch.matmul(a.double(), b.double())
-        errs = {}
-        for x in cands:
-            for pr in PROMOTIONS:
-                o.fill_(float("nan"))
-                call(a, b, o, x, pr)
-                errs[f"{x} {pr}"] = ((o.double() - ref).norm() / ref.norm()).item()
-        keys = [f"{x} {pr}" for x in cands for pr in PROMOTIONS]
-        fns = [lambda: torch.matmul(a, b, out=o)] + [lambda x=x, pr=pr: call(a, b, o, x, pr)
-                                                     for x in cands for pr in PROMOTIONS]
-        for f in fns:
-            bt.warm_up(f, settings)
-        t = [statistics.median(s) for s in bt.time_interleaved(fns, flush, settings)]
-        ms = dict(zip(keys, t[1:]))
-        out.write(json.dumps(dict(grid=grid, m=m, n=n, k=k, layout=layout, auto=auto, torch_ms=t[0], ms=ms, errs=errs))
-                  + "\n")
+        torch_ms, ms, errs = time_states(a, b, o, cands, PROMOTIONS, set_promotion)
+        out.write(json.dumps(dict(grid=grid, m=m, n=n, k=k, layout=layout, auto=auto, torch_ms=torch_ms, ms=ms,
+                                  errs=errs)) + "\n")
         out.flush()
         best = {pr: min(ms[f"{x} {pr}"] for x in cands) for pr in PROMOTIONS}
-        print(f"{m}x{n}x{k} {layout} torch {t[0]*1e3:.1f} us; auto ({auto.replace('sm90_', '')}) " +
+        print(f"{m}x{n}x{k} {layout} torch {torch_ms*1e3:.1f} us; auto ({auto.replace('sm90_', '')}) " +
               " / ".join(f"{ms[f'auto {pr}']*1e3:.1f}" for pr in PROMOTIONS) + " us; fastest kernel " +
               " / ".join(f"{best[pr]*1e3:.1f}" for pr in PROMOTIONS) + f" us at promotion {PROMOTIONS}; "
               f"{len(cands)} variants; worst err {max(errs.values()):.1e}", flush=True)
-_C.set_experiment("tma_l2_promotion_bytes", 128)
-_C.set_experiment("small_mn_prefetch_bytes", 0)
