@@ -355,11 +355,13 @@ class Sm90Priority {
   // first there, behind every staged kernel where it takes more than one wave.
   static constexpr bool kNarrowStaged = kUnalignedInputs && kTileN == 64;
   static constexpr int kNarrowStagedBonus = 2;
-  // The N-split 192-row tile (KernelTmaWarpSpecializedCooperativeSplitN) is a tuning candidate, behind
-  // 128x192 wherever measured (3072^3 bf16: 0.088 ms against 0.082): built as persistent (100), it
-  // ranks at kSplitNPriority everywhere, so auto never picks it unless a measurement says where.
+  // Tuning candidates that rank at kCandidatePriority everywhere, so that auto never picks them unless a measurement
+  // says where: the N-split 192-row tile (KernelTmaWarpSpecializedCooperativeSplitN; behind 128x192 wherever
+  // measured, 3072^3 bf16: 0.088 ms against 0.082), and stream-K on 128x192 tiles of D^T (session 57: the registered
+  // split of D^T with the fixup in the kernel, for 129-192 rows; not yet timed).
   static constexpr bool kSplitN = std::is_same_v<MainloopSchedule, KernelTmaWarpSpecializedCooperativeSplitN>;
-  static constexpr int kSplitNPriority = 50;
+  static constexpr bool kStreamKTransposed192 = kStreamK && kTransposed && kTileN == 192;
+  static constexpr int kCandidatePriority = 50;
   // 64-row tiles of D (one consumer warpgroup a tile, ping-pong) are for x @ W.T over 512-1000 tokens with N
   // of 768-1024, where 128-row tiles make too few CTAs (512x768: 48 of 128x64); elsewhere they are far
   // behind (512x4096x4096 bf16: 0.65x cuBLAS against 128x128 c1x2's 0.90x). The measured table says where
@@ -543,7 +545,7 @@ class Sm90Priority {
     if constexpr (kFp32Operands)
       if (p.k < kTileK && sm90_tiles::tiles_of(p, 128, 256) < sm90_tiles::sm_count_of(p))
         return kShorterThanKTilePriority;
-    if constexpr (kSplitN) return kSplitNPriority;
+    if constexpr (kSplitN || kStreamKTransposed192) return kCandidatePriority;
     if constexpr (kSixtyFourRowPair) {
       if (sixty_four_row_pair_cluster_row(p)) return kPairClusterRowPriority;
       if (sixty_four_row_pair_first(p)) return kAheadOfTablePriority;

@@ -242,4 +242,10 @@ def candidates():
         # (kSixtyFourRowsTransposed). 176 x 4096 x 4096 rr runs split-K 128x192 of D^T at 23.2 us, cuBLAS 17.8.
         Kernel("sm90", "bf16", la_lb[0], la_lb[1], (64, tokens, 64), (2, 1), "pingpong", "persistent", swap_ab=True)
         for la_lb, tokens in itertools.product(["rr", "rc"], [96, 128])
+    ] + [  # ... and the registered split of 128x192 tiles of D^T (K in slices as a batch, fp32 partials, a pass adding
+        # them: 176 x 4096 x 4096 rr 16.0 + 7.2 us in ncu, session 55, against cuBLAS's one 17.7 us kernel) with stream-K's
+        # in-kernel fixup instead: 32 tiles of 64 k tiles each over the SMs, no second launch and no partials for all of
+        # D. Written in session 57 (no GPU lent): compiled for sm_90a only, not yet timed
+        Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 192, 64), (1, 1), "coop", "streamk", swap_ab=True)
+        for la_lb in ("rr", "rc")
     ]
