@@ -291,11 +291,9 @@ PYBIND11_MODULE(_C, m) {
         throw std::invalid_argument("tma_l2_promotion_bytes: 0, 64, 128 or 256, not " + std::to_string(value));
       e.tma_l2_promotion_bytes = value;
     } else if (name == "reduce_by_element") {
+      if (value != 0 && value != 1)
+        throw std::invalid_argument("reduce_by_element: 0 or 1, not " + std::to_string(value));
       e.reduce_by_element = value != 0;
-    } else if (name == "small_mn_prefetch_bytes") {
-      if (value != 0 && value != 256)
-        throw std::invalid_argument("small_mn_prefetch_bytes: 0 or 256, not " + std::to_string(value));
-      e.small_mn_prefetch_bytes = value;
     } else {
       throw std::invalid_argument("no experiment switch named '" + name + "' (gemm_problem.h, Experiments)");
     }

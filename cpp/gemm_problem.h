@@ -178,9 +178,6 @@ struct Experiments {
   // The split-K reduction's per-output epilogue for every D, its row packs off (split_k_reduce.cu). For
   // notes/split-reduce-session56.py.
   std::atomic<bool> reduce_by_element{false};
-  // 256: the small-M/N kernels load W with .L2::256B (small_mn_gemm.cu, load_streaming); 0 ships. For
-  // notes/tma-l2-promotion-session57.py.
-  std::atomic<int> small_mn_prefetch_bytes{0};
 };
 Experiments& experiments();
 

@@ -91,20 +91,11 @@ __device__ __forceinline__ uint64_t evict_first_policy() {
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
   return policy;
 }
-// kWidePrefetch: L2 fills a miss with the 256 bytes around it (.L2::256B), not only the sectors the warp asked for:
-// a warp's span reads 256 contiguous bytes of each row of W (4 steps of 64), so one miss brings the whole span. An
-// experiment (notes/tma-l2-promotion-session57.py, switch small_mn_prefetch_bytes: gemm_problem.h); off ships.
-template <bool kWidePrefetch>
 __device__ __forceinline__ uint4 load_streaming(const void* p, uint64_t policy) {
   uint4 v;
-  if constexpr (kWidePrefetch)
-    asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.L2::256B.v4.u32 {%0,%1,%2,%3}, [%4], %5;\n"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p), "l"(policy));
-  else
-    asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;\n"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p), "l"(policy));
+  asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p), "l"(policy));
   return v;
 }
 // X: read by every block, kept in L1.
@@ -131,7 +122,7 @@ struct Span {
 
 // The span from k0 (every load of its U steps in flight at once). kTail: some of its steps reach
 // past K, and what lies past K reads as zero.
-template <typename T, int kMTiles, int kGroups, int kUnroll, bool kTail, bool kWidePrefetch>
+template <typename T, int kMTiles, int kGroups, int kUnroll, bool kTail>
 __device__ __forceinline__ void load_span(Span<T, kMTiles, kGroups, kUnroll>& s, const T* const (&x_row)[2 * kMTiles],
                                           const T* const (&w_row)[kGroups], int64_t k0, int64_t k, int t,
                                           uint64_t w_policy) {
@@ -140,8 +131,7 @@ __device__ __forceinline__ void load_span(Span<T, kMTiles, kGroups, kUnroll>& s,
     const int64_t kk = k0 + u * kStepK + 8 * t;  // this lane's first element (x_row and w_row hold + 8t)
 #pragma unroll
     for (int i = 0; i < kGroups; ++i)
-      s.w[u][i] = kTail ? load_partial(w_row[i] + k0 + u * kStepK, k - kk)
-                        : load_streaming<kWidePrefetch>(w_row[i] + k0 + u * kStepK, w_policy);
+      s.w[u][i] = kTail ? load_partial(w_row[i] + k0 + u * kStepK, k - kk) : load_streaming(w_row[i] + k0 + u * kStepK, w_policy);
 #pragma unroll
     for (int j = 0; j < 2 * kMTiles; ++j)
       s.x[u][j] = kTail ? load_partial(x_row[j] + k0 + u * kStepK, k - kk) : load_cached(x_row[j] + k0 + u * kStepK);
@@ -167,38 +157,35 @@ __device__ __forceinline__ void mma_span(float (&acc)[kMTiles][kGroups][4], cons
 // turns), then the part of a span K ends in. The next span's loads are issued before this span's
 // mmas wait on its own, so a warp always has one span in flight (H100, session 24: 5-25% faster
 // than loading and waiting span by span; 16 x 4096 x 4096 18.7 us against 22.3).
-template <typename T, int kMTiles, int kGroups, int kUnroll, bool kWidePrefetch>
+template <typename T, int kMTiles, int kGroups, int kUnroll>
 __device__ __forceinline__ void warp_share(float (&acc)[kMTiles][kGroups][4], const T* const (&x_row)[2 * kMTiles],
                                            const T* const (&w_row)[kGroups], int64_t k0, int64_t block_span,
                                            int64_t k, int t, uint64_t w_policy) {
   constexpr int64_t kSpan = int64_t(kUnroll) * kStepK;
   Span<T, kMTiles, kGroups, kUnroll> a, b;
-  const auto load = [&](auto& span, int64_t from) {
-    load_span<T, kMTiles, kGroups, kUnroll, false, kWidePrefetch>(span, x_row, w_row, from, k, t, w_policy);
-  };
   if (k0 + kSpan <= k) {
-    load(a, k0);
+    load_span<T, kMTiles, kGroups, kUnroll, false>(a, x_row, w_row, k0, k, t, w_policy);
     // Unrolled by two so that a and b swap roles without a copy (a copy would wait on the loads).
     while (true) {
       bool more = k0 + block_span + kSpan <= k;
-      if (more) load(b, k0 + block_span);
+      if (more) load_span<T, kMTiles, kGroups, kUnroll, false>(b, x_row, w_row, k0 + block_span, k, t, w_policy);
       mma_span<T, kMTiles, kGroups, kUnroll>(acc, a);
       k0 += block_span;
       if (!more) break;
       more = k0 + block_span + kSpan <= k;
-      if (more) load(a, k0 + block_span);
+      if (more) load_span<T, kMTiles, kGroups, kUnroll, false>(a, x_row, w_row, k0 + block_span, k, t, w_policy);
       mma_span<T, kMTiles, kGroups, kUnroll>(acc, b);
       k0 += block_span;
       if (!more) break;
     }
   }
   if (k0 < k) {
-    load_span<T, kMTiles, kGroups, kUnroll, true, kWidePrefetch>(b, x_row, w_row, k0, k, t, w_policy);
+    load_span<T, kMTiles, kGroups, kUnroll, true>(b, x_row, w_row, k0, k, t, w_policy);
     mma_span<T, kMTiles, kGroups, kUnroll>(acc, b);
   }
 }
 
-template <typename T, int kMTiles, int kGroups, int kUnroll, bool kWidePrefetch>
+template <typename T, int kMTiles, int kGroups, int kUnroll>
 __global__ void __launch_bounds__(kMaxWarps * 32) small_side_gemm_kernel(SmallSideArgs args) {
   constexpr int kRegs = kMTiles * kGroups * 4;  // accumulators a lane holds
   extern __shared__ float warp_sums[];          // [warp][kRegs][32 lanes]
@@ -227,8 +214,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32) small_side_gemm_kernel(SmallSi
 
   float acc[kMTiles][kGroups][4] = {};
   constexpr int64_t kWarpSpan = int64_t(kUnroll) * kStepK;
-  warp_share<T, kMTiles, kGroups, kUnroll, kWidePrefetch>(acc, x_row, w_row, k_begin + warp * kWarpSpan,
-                                                          warps * kWarpSpan, k_end, t, evict_first_policy());
+  warp_share<T, kMTiles, kGroups, kUnroll>(acc, x_row, w_row, k_begin + warp * kWarpSpan, warps * kWarpSpan, k_end, t,
+                                           evict_first_policy());
 
   // The warps' partial sums, added in warp order.
 #pragma unroll
@@ -319,10 +306,7 @@ template <typename T, int kMTiles, int kGroups>
 void launch_small_side(const SmallSideArgs& args, const Launch& c, int64_t batch, cudaStream_t stream) {
   const size_t smem = size_t(c.warps) * kMTiles * kGroups * 4 * 32 * sizeof(float);  // <= 32 KB
   const dim3 grid(static_cast<unsigned>(c.blocks / batch), static_cast<unsigned>(batch), static_cast<unsigned>(c.splits));
-  if (experiments().small_mn_prefetch_bytes.load(std::memory_order_relaxed) == 256)
-    small_side_gemm_kernel<T, kMTiles, kGroups, unroll_of(kMTiles), true><<<grid, c.warps * 32, smem, stream>>>(args);
-  else
-    small_side_gemm_kernel<T, kMTiles, kGroups, unroll_of(kMTiles), false><<<grid, c.warps * 32, smem, stream>>>(args);
+  small_side_gemm_kernel<T, kMTiles, kGroups, unroll_of(kMTiles)><<<grid, c.warps * 32, smem, stream>>>(args);
 }
 
 template <typename T>

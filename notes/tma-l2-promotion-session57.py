@@ -7,9 +7,8 @@ tiles, cluster and stages streams at 78%. Session 31 (H100, a patch: notes/patch
 alternating processes) found 256 bytes 4-9% slower for the long-K split-K kernels but 256x128 c1x2's (0.207 -> 0.200 ms
 at 524288); decode-sized products and the small-M/N kernels were not timed. cpp/tma_l2_promotion.h makes the
 promotion a per-launch choice, which _C.set_experiment("tma_l2_promotion_bytes", B) sets for every SM90 launch after
-it (cpp/gemm_problem.h): old and new in the same shuffled rounds. At 256 the small-M/N kernels' loads of W also ask L2
-for 256 bytes (.L2::256B, switch small_mn_prefetch_bytes): the decode grid, where at 16 x 4096 x 4096 they stream HBM
-at 55% of peak (cuBLAS 60%).
+it (cpp/gemm_problem.h): old and new in the same shuffled rounds. (The small-M/N kernels, which load W without TMA,
+asked L2 for 128 or 256 bytes a miss in session 25 on the H100: noise, 0.999x / 1.007x over their sweep.)
 
 Each problem: auto and every SM90 kernel of its dtype that takes it, by name, at each promotion, in shuffled rounds
 beside torch.matmul, L2 flushed by zeroing 1 GiB as the benchmark does; every launch checked against float64
@@ -39,10 +38,9 @@ grids = {
 
 def set_promotion(promotion):
     _C.set_experiment("tma_l2_promotion_bytes", promotion)
-    _C.set_experiment("small_mn_prefetch_bytes", 256 if promotion == 256 else 0)
 
 
-names = [k["name"] for k in pg.kernels() if k["name"].startswith(("sm90_", "small_mn_"))]
+names = [k["name"] for k in pg.kernels() if k["name"].startswith("sm90_")]
 out = open(sys.argv[1], "w")
 for grid in sys.argv[2:] or list(grids):
     for layout, (m, n, k) in grids[grid]:

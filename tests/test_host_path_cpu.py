@@ -224,7 +224,7 @@ def test_kept_cxx_kernels_hand_sparse_products_on(routing):
 
 @pytest.mark.parametrize("name, value, match", [
     ("tma_l2_promotion_bytes", 3, "0, 64, 128 or 256"),
-    ("small_mn_prefetch_bytes", 128, "0 or 256"),
+    ("reduce_by_element", 2, "0 or 1"),
     ("reduce_by_elements", 1, "no experiment switch named 'reduce_by_elements'"),
 ])
 def test_experiment_switches_refuse_what_they_do_not_know(name, value, match):
