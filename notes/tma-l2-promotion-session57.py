@@ -27,8 +27,10 @@ p = {q.name: q for q in PRECISIONS}[os.environ.get("PRECISION", "bf16")]
 grids = {
     "decode": [("rc", (t, n, k)) for t in (1, 4, 16, 32) for n, k in ((4096, 4096), (14336, 4096), (4096, 14336))]
     + [("rc", (16, 128256, 4096))],
-    "long-k": [("rr", (256, 256, 131072)), ("rr", (256, 256, 524288)), ("rr", (512, 512, 65536)),
-               ("rr", (1024, 1024, 16384)), ("rc", (256, 256, 131072)), ("rc", (2048, 2048, 16384))],
+    # 256 x 256 over K = 32768 .. 524288: each kernel's time against K, a line's intercept its fixed cost and its slope
+    # its stream (session 31, H100: every split-K kernel ~20 us over what its bytes take), beside torch.matmul's
+    "long-k": [("rr", (256, 256, 1 << e)) for e in range(15, 20)] + [
+        ("rr", (512, 512, 65536)), ("rr", (1024, 1024, 16384)), ("rc", (256, 256, 131072)), ("rc", (2048, 2048, 16384))],
     "few-rows": [(lay, layer(lay, t, *d)) for lay in ("rc", "rr") for t in (64, 128, 176, 256)
                  for d in ((4096, 4096), (14336, 4096), (4096, 14336))],
     "large": [("rc", (4096, 4096, 4096)), ("rr", (4096, 4096, 4096)), ("rc", (8192, 14336, 4096)),
