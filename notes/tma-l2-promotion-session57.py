@@ -10,11 +10,14 @@ promotion a per-launch choice, which _C.set_experiment("tma_l2_promotion_bytes",
 it (cpp/gemm_problem.h): old and new in the same shuffled rounds. (The small-M/N kernels, which load W without TMA,
 asked L2 for 128 or 256 bytes a miss in session 25 on the H100: noise, 0.999x / 1.007x over their sweep.)
 
+Then, for 256 x 256 x K (K = 32768 .. 524288), the kernels auto and torch.matmul launch and their own times
+(torch.profiler, no flush, promotion 128): what of the call's time is the product, the reduction and the gaps.
+
 Each problem: auto and every SM90 kernel of its dtype that takes it, by name, at each promotion, in shuffled rounds
 beside torch.matmul, L2 flushed by zeroing 1 GiB as the benchmark does; every launch checked against float64
 (notes/switch_rounds.py).
     python3 notes/tma-l2-promotion-session57.py OUT.jsonl [GRID ...]"""
-import json, os, sys
+import json, os, statistics, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch
 import pycutlass_gemm as pg
@@ -60,3 +63,31 @@ for grid in sys.argv[2:] or list(grids):
               " / ".join(f"{ms[f'auto {pr}']*1e3:.1f}" for pr in PROMOTIONS) + " us; fastest kernel " +
               " / ".join(f"{best[pr]*1e3:.1f}" for pr in PROMOTIONS) + f" us at promotion {PROMOTIONS}; "
               f"{len(cands)} variants; worst err {max(errs.values()):.1e}", flush=True)
+
+
+def kernel_times(fn, runs=20):
+    """{kernel name: median us} of what fn launches (torch.profiler, no flush)."""
+    for _ in range(5):
+        fn()
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        for _ in range(runs):
+            fn()
+        torch.cuda.synchronize()
+    times = {}
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            times.setdefault(e.name[:70], []).append(getattr(e, "device_time_total", None) or e.cuda_time_total)
+    return {name: statistics.median(v) for name, v in times.items()}
+
+
+if not sys.argv[2:] or "long-k" in sys.argv[2:]:
+    set_promotion(128)
+    for e in range(15, 20):
+        w = Workload.problem(256, 256, 1 << e, "rr", 1)
+        a, b = w.make_inputs(p)
+        o = torch.empty(w.out_shape, device="cuda", dtype=p.dtype)
+        for who, fn in (("auto", lambda: pg.gemm(a, b, out=o)), ("torch", lambda: torch.matmul(a, b, out=o))):
+            times = kernel_times(fn)
+            print(f"profile 256x256x{1 << e} rr {who}: " + "; ".join(f"{nm} {t:.1f} us" for nm, t in times.items()) +
+                  f"; sum {sum(times.values()):.1f} us", flush=True)
