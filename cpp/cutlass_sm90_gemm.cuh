@@ -1,6 +1,8 @@
 // One CUTLASS 3.x Hopper (SM90, wgmma + TMA) GEMM, assembled from a few named
 // choices with the collective builders as in CUTLASS example 49, behind the
-// GemmKernel interface.
+// GemmKernel interface. One class past 400 lines: the type its choices assemble (with why each
+// is chosen) and the host side that checks and launches it -- arguments, TMA extents, swizzle --
+// read together; its collectives, epilogues and rules live in the headers it includes.
 //
 // Compile only for sm_90a, with -DNDEBUG (without it ptxas serialises wgmma),
 // one instantiation a generated file; the build compiles up to six such files of one family and
@@ -42,6 +44,7 @@
 #include "cutlass_sm90_priority.cuh"
 #include "gemm_problem.h"
 #include "sm90_collectives.cuh"
+#include "sm90_epilogues.cuh"
 #include "sm90_l2_hint_mainloop.cuh"
 #include "sm90_lean_tma_epilogue.cuh"
 #include "split_k_reduce.h"
@@ -100,7 +103,7 @@ class CutlassSm90Gemm : public GemmKernel {
   // CUTLASS's cooperative TMA epilogue with its store() written out by hand (sm90_lean_tma_epilogue.cuh).
   static constexpr bool kLeanStore = std::is_same_v<EpilogueSchedule_, sm90_detail::TmaWarpSpecializedCooperativeLeanStore>;
   // Each subtile's TMA store issued one subtile later (CUTLASS's DelayTmaStore, which its builder sets only
-  // without a C; sm90_collectives.cuh, kDelayStore): the consumers convert the next subtile while the
+  // without a C; sm90_epilogues.cuh, kDelayStore): the consumers convert the next subtile while the
   // barrier before a store drains. For the 16-bit persistent kernels of CUTLASS's cooperative TMA
   // mainloop (D row-major) and of three warpgroups, where it was measured (H100, session 35, ms against
   // the builder's epilogue, two runs): 128x256 at 8192x14336x4096 rc bf16 1.260 / 1.247 against 1.266 /
@@ -147,7 +150,7 @@ class CutlassSm90Gemm : public GemmKernel {
                                                                       ElementCompute>>>;
 
   // fp32 D and C (tf32, tf32x3) through the cooperative TMA epilogue: subtiles of 128 x 16, so the
-  // mainloop gets another stage (sm90_collectives.cuh, kFp32EpilogueN); else the builder's.
+  // mainloop gets another stage (sm90_epilogues.cuh, kFp32EpilogueN); else the builder's.
   static constexpr bool kFp32Subtiles =
       std::is_same_v<Element, float> && !kSplitK && !kBias &&
       std::is_same_v<EpilogueSchedule, cutlass::epilogue::TmaWarpSpecializedCooperative>;

@@ -37,8 +37,8 @@
 // producer warpgroup and three consumers. Selected for the schedule tag
 // pycutlass_gemm::KernelTmaWarpSpecializedCooperative3WG, which derives from no CUTLASS tag (the
 // stock cooperative kernel is picked by is_base_of on KernelTmaWarpSpecializedCooperative and would
-// be ambiguous with this one). The collectives: sm90_detail::Mainloop / Epilogue in
-// sm90_collectives.cuh. Edits against CUTLASS's file (marked "3WG:"):
+// be ambiguous with this one). The collectives: sm90_detail::Mainloop in sm90_collectives.cuh,
+// sm90_detail::Epilogue in sm90_epilogues.cuh. Edits against CUTLASS's file (marked "3WG:"):
 //   - the register split of setmaxnreg: 512 threads launch at 128 registers (65536 / 512), so the
 //     stock 40 / 232 (for 384 threads) would ask for 128 * 40 + 384 * 232 = 94208 registers of a
 //     65536 file and the consumers' setmaxnreg.inc would wait forever;

@@ -30,7 +30,8 @@
 // x 65536 runs 11.4 us against 44 unsplit (cuBLAS 11.3). Tried and dropped: staging W through
 // shared memory with the copy engine (cp.async.bulk, a producer warp, 2-16 stages): 26-37 us at
 // 16 x 4096 x 4096 against 19-20 (session 24); X loaded at the mmas, W's spans twice as long:
-// 4-40% slower (session 25; notes/measurements.md).
+// 4-40% slower (session 25; notes/measurements.md). One file past 400 lines: one kernel family, its
+// device code, launch shapes and GemmKernel, which read together.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>

@@ -1,4 +1,5 @@
-"""The priority rules (no measured table) of each session, at problems they were judged on: what auto runs."""
+"""The priority rules (no measured table) of each session, at problems they were judged on: what auto runs.
+Past 400 lines: most of it is the sessions' tables of cases, one row a case."""
 
 import pytest
 import torch
