@@ -11,7 +11,9 @@ it (cpp/gemm_problem.h): old and new in the same shuffled rounds. (The small-M/N
 asked L2 for 128 or 256 bytes a miss in session 25 on the H100: noise, 0.999x / 1.007x over their sweep.)
 
 Then, for 256 x 256 x K (K = 32768 .. 524288), the kernels auto and torch.matmul launch and their own times
-(torch.profiler, no flush, promotion 128): what of the call's time is the product, the reduction and the gaps.
+(torch.profiler, no flush, promotion 128): what of the call's time is the product, the reduction and the gaps. And
+the floor under the benchmark's flush for issue 10's memory-bound rows: torch.sum over the operands (a read of the
+same bytes, no product) timed beside torch.matmul and auto in the same rounds.
 
 Each problem: auto and every SM90 kernel of its dtype that takes it, by name, at each promotion, in shuffled rounds
 beside torch.matmul, L2 flushed by zeroing 1 GiB as the benchmark does; every launch checked against float64
@@ -22,8 +24,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch
 import pycutlass_gemm as pg
 from pycutlass_gemm import _C
+from pycutlass_gemm import bench_timing as bt
 from pycutlass_gemm.bench_cases import PRECISIONS, Workload
-from switch_rounds import layer, runs, time_states
+from switch_rounds import SETTINGS, layer, runs, time_states
 
 PROMOTIONS = (128, 256, 0)  # bytes; 128 first: CUTLASS's, what ships
 p = {q.name: q for q in PRECISIONS}[os.environ.get("PRECISION", "bf16")]
@@ -91,3 +94,19 @@ if not sys.argv[2:] or "long-k" in sys.argv[2:]:
             times = kernel_times(fn)
             print(f"profile 256x256x{1 << e} rr {who}: " + "; ".join(f"{nm} {t:.1f} us" for nm, t in times.items()) +
                   f"; sum {sum(times.values()):.1f} us", flush=True)
+
+    # The floor: reading the operands once (torch.sum, fp32 accumulation), L2 flushed as the benchmark does.
+    flush = bt.flush_buffer(SETTINGS)
+    for layout, (m, n, k) in (("rc", (16, 4096, 4096)), ("rc", (128, 4096, 4096)), ("rr", (176, 4096, 4096)),
+                              ("rr", (256, 256, 131072)), ("rr", (256, 256, 524288))):
+        w = Workload.problem(m, n, k, layout, 1)
+        a, b = w.make_inputs(p)
+        o = torch.empty(w.out_shape, device="cuda", dtype=p.dtype)
+        fns = [lambda: torch.matmul(a, b, out=o), lambda: pg.gemm(a, b, out=o),
+               lambda: (a.sum(dtype=torch.float32), b.sum(dtype=torch.float32))]
+        for f in fns:
+            bt.warm_up(f, SETTINGS)
+        t = [statistics.median(x) * 1e3 for x in bt.time_interleaved(fns, flush, SETTINGS)]
+        mb = (a.numel() + b.numel()) * a.element_size() / 1e6
+        print(f"floor {m}x{n}x{k} {layout}: torch.matmul {t[0]:.1f} us, auto {t[1]:.1f}, reading A and B ({mb:.1f} MB) "
+              f"{t[2]:.1f} us", flush=True)
