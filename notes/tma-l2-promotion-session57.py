@@ -18,8 +18,9 @@ same bytes, no product) timed beside torch.matmul and auto in the same rounds.
 Each problem: auto and every SM90 kernel of its dtype that takes it, by name, at each promotion, in shuffled rounds
 beside torch.matmul, L2 flushed by zeroing 1 GiB as the benchmark does; every launch checked against float64
 (notes/switch_rounds.py).
-    python3 notes/tma-l2-promotion-session57.py OUT.jsonl [GRID ...]"""
-import json, os, statistics, sys
+    python3 notes/tma-l2-promotion-session57.py OUT.jsonl [GRID ...]
+    python3 notes/tma-l2-promotion-session57.py --summary OUT.jsonl   # (no GPU) the tables below, from a run's file"""
+import json, math, os, statistics, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch
 import pycutlass_gemm as pg
@@ -29,6 +30,47 @@ from pycutlass_gemm.bench_cases import PRECISIONS, Workload
 from switch_rounds import SETTINGS, layer, runs, time_states
 
 PROMOTIONS = (128, 256, 0)  # bytes; 128 first: CUTLASS's, what ships
+
+
+def summary(path):
+    """Each kernel's time at 256 and at no promotion over its time at 128 (geomean, min-max, by grid); auto against
+    torch.matmul at each promotion; and over 256 x 256 x K, each variant's time fitted as a + b K (us, us per 2^17)."""
+    rows = [json.loads(line) for line in open(path)]
+    geo = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))  # noqa: E731
+    for grid in dict.fromkeys(r["grid"] for r in rows):
+        ratios = {}
+        for r in (r for r in rows if r["grid"] == grid):
+            for key, ms in r["ms"].items():
+                name, pr = key.rsplit(" ", 1)
+                if pr != "128":
+                    ratios.setdefault((name, pr), []).append(ms / r["ms"][f"{name} 128"])
+        print(f"== {grid}: time at 256 / none over 128 (geomean, min-max, problems)")
+        for name in dict.fromkeys(n for n, _ in ratios):
+            print(f"  {name:60s} " + "  ".join(
+                f"{pr}: {geo(ratios[name, pr]):.3f} ({min(ratios[name, pr]):.2f}-{max(ratios[name, pr]):.2f}, "
+                f"{len(ratios[name, pr])})" for pr in ("256", "0") if (name, pr) in ratios))
+        picked = [r for r in rows if r["grid"] == grid]
+        print("  auto x torch.matmul at " + ", ".join(
+            f"{pr}: {geo([r['torch_ms'] / r['ms'][f'auto {pr}'] for r in picked]):.3f}" for pr in PROMOTIONS))
+    sweep = sorted((r for r in rows if r["grid"] == "long-k" and r["m"] == r["n"] == 256 and r["layout"] == "rr"),
+                   key=lambda r: r["k"])
+    if len(sweep) >= 2:
+        print("== 256 x 256 x K rr, time = a + b K: a (us), b (us per 131072 of K)")
+        xs = [r["k"] / 131072 for r in sweep]
+        series = {"torch.matmul": [r["torch_ms"] * 1e3 for r in sweep]}
+        for key in sweep[0]["ms"]:
+            if key.endswith(" 128") and all(key in r["ms"] for r in sweep):
+                series[key[:-4]] = [r["ms"][key] * 1e3 for r in sweep]
+        mx = sum(xs) / len(xs)
+        for name, ys in series.items():
+            my = sum(ys) / len(ys)
+            b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+            print(f"  {name:60s} a {my - b * mx:6.1f}  b {b:6.1f}")
+
+
+if sys.argv[1:2] == ["--summary"]:
+    summary(sys.argv[2])
+    sys.exit(0)
 p = {q.name: q for q in PRECISIONS}[os.environ.get("PRECISION", "bf16")]
 grids = {
     "decode": [("rc", (t, n, k)) for t in (1, 4, 16, 32) for n, k in ((4096, 4096), (14336, 4096), (4096, 14336))]
