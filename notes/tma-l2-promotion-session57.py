@@ -10,7 +10,8 @@ promotion a per-launch choice, which _C.set_experiment("tma_l2_promotion_bytes",
 it (cpp/gemm_problem.h): old and new in the same shuffled rounds. (The small-M/N kernels, which load W without TMA,
 asked L2 for 128 or 256 bytes a miss in session 25 on the H100: noise, 0.999x / 1.007x over their sweep.)
 
-Then, for 256 x 256 x K (K = 32768 .. 524288), the kernels auto and torch.matmul launch and their own times
+First (the quick part, so that a time limit cuts the grids, not this), for 256 x 256 x K (K = 32768 .. 524288), the
+kernels auto and torch.matmul launch and their own times
 (torch.profiler, no flush, promotion 128): what of the call's time is the product, the reduction and the gaps. And
 the floor under the benchmark's flush for issue 10's memory-bound rows: torch.sum over the operands (a read of the
 same bytes, no product) timed beside torch.matmul and auto in the same rounds.
@@ -90,26 +91,6 @@ def set_promotion(promotion):
     _C.set_experiment("tma_l2_promotion_bytes", promotion)
 
 
-names = [k["name"] for k in pg.kernels() if k["name"].startswith("sm90_")]
-out = open(sys.argv[1], "w")
-for grid in sys.argv[2:] or list(grids):
-    for layout, (m, n, k) in grids[grid]:
-        w = Workload.problem(m, n, k, layout, 1)
-        a, b = w.make_inputs(p)
-        o = torch.full(w.out_shape, float("nan"), device="cuda", dtype=p.dtype)
-        auto = pg.plan(a, b)["kernel"]
-        cands = ["auto"] + [x for x in names if runs(x, a, b, o)]
-        torch_ms, ms, errs = time_states(a, b, o, cands, PROMOTIONS, set_promotion)
-        out.write(json.dumps(dict(grid=grid, m=m, n=n, k=k, layout=layout, auto=auto, torch_ms=torch_ms, ms=ms,
-                                  errs=errs)) + "\n")
-        out.flush()
-        best = {pr: min(ms[f"{x} {pr}"] for x in cands) for pr in PROMOTIONS}
-        print(f"{m}x{n}x{k} {layout} torch {torch_ms*1e3:.1f} us; auto ({auto.replace('sm90_', '')}) " +
-              " / ".join(f"{ms[f'auto {pr}']*1e3:.1f}" for pr in PROMOTIONS) + " us; fastest kernel " +
-              " / ".join(f"{best[pr]*1e3:.1f}" for pr in PROMOTIONS) + f" us at promotion {PROMOTIONS}; "
-              f"{len(cands)} variants; worst err {max(errs.values()):.1e}", flush=True)
-
-
 def kernel_times(fn, runs=20):
     """{kernel name: median us} of what fn launches (torch.profiler, no flush)."""
     for _ in range(5):
@@ -152,3 +133,22 @@ if not sys.argv[2:] or "long-k" in sys.argv[2:]:
         mb = (a.numel() + b.numel()) * a.element_size() / 1e6
         print(f"floor {m}x{n}x{k} {layout}: torch.matmul {t[0]:.1f} us, auto {t[1]:.1f}, reading A and B ({mb:.1f} MB) "
               f"{t[2]:.1f} us", flush=True)
+
+names = [k["name"] for k in pg.kernels() if k["name"].startswith("sm90_")]
+out = open(sys.argv[1], "w")
+for grid in sys.argv[2:] or list(grids):
+    for layout, (m, n, k) in grids[grid]:
+        w = Workload.problem(m, n, k, layout, 1)
+        a, b = w.make_inputs(p)
+        o = torch.full(w.out_shape, float("nan"), device="cuda", dtype=p.dtype)
+        auto = pg.plan(a, b)["kernel"]
+        cands = ["auto"] + [x for x in names if runs(x, a, b, o)]
+        torch_ms, ms, errs = time_states(a, b, o, cands, PROMOTIONS, set_promotion)
+        out.write(json.dumps(dict(grid=grid, m=m, n=n, k=k, layout=layout, auto=auto, torch_ms=torch_ms, ms=ms,
+                                  errs=errs)) + "\n")
+        out.flush()
+        best = {pr: min(ms[f"{x} {pr}"] for x in cands) for pr in PROMOTIONS}
+        print(f"{m}x{n}x{k} {layout} torch {torch_ms*1e3:.1f} us; auto ({auto.replace('sm90_', '')}) " +
+              " / ".join(f"{ms[f'auto {pr}']*1e3:.1f}" for pr in PROMOTIONS) + " us; fastest kernel " +
+              " / ".join(f"{best[pr]*1e3:.1f}" for pr in PROMOTIONS) + f" us at promotion {PROMOTIONS}; "
+              f"{len(cands)} variants; worst err {max(errs.values()):.1e}", flush=True)
