@@ -8,13 +8,12 @@ environment variable read at each call). Each problem, each split-K kernel that 
 rounds beside torch.matmul and auto, L2 flushed as the benchmark does; every launch checked against float64
 (notes/switch_rounds.py). Then the two kernels' own times from torch.profiler at 176 x 4096 x 4096 rr.
     python3 notes/split-reduce-session56.py OUT.jsonl"""
-import json, os, statistics, sys
+import json, os, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import torch
 import pycutlass_gemm as pg
 from pycutlass_gemm import _C
-from pycutlass_gemm.bench_cases import PRECISIONS, Workload
-from switch_rounds import layer, runs, time_states
+from pycutlass_gemm.bench_cases import PRECISIONS
+from switch_rounds import kernel_times, layer, operands, runs, time_states
 
 p = {q.name: q for q in PRECISIONS}[os.environ.get("PRECISION", "bf16")]
 PROBLEMS = [(lay, layer(lay, t, *d)) for lay in ("rr", "rc") for t in (72, 96, 144, 176, 192, 256)
@@ -31,9 +30,7 @@ def set_state(state):
 splits = [k["name"] for k in pg.kernels() if "splitk" in k["name"] or k["name"].startswith("small_mn")]
 out = open(sys.argv[1], "w")
 for layout, (m, n, k) in PROBLEMS:
-    w = Workload.problem(m, n, k, layout, 1)
-    a, b = w.make_inputs(p)
-    o = torch.full(w.out_shape, float("nan"), device="cuda", dtype=p.dtype)
+    a, b, o = operands(layout, m, n, k, p)
     auto = pg.plan(a, b)["kernel"]
     cands = [x for x in splits if runs(x, a, b, o)] + ["auto"]
     torch_ms, ms, errs = time_states(a, b, o, cands, STATES, set_state)
@@ -46,23 +43,10 @@ for layout, (m, n, k) in PROBLEMS:
 
 # The kernels' own times (no flush), 176 x 4096 x 4096 rr and 256 x 256 x 131072 rr, auto's kernel.
 for layout, (m, n, k) in (("rr", (176, 4096, 4096)), ("rr", (256, 256, 131072)), ("rc", (176, 4096, 4096))):
-    w = Workload.problem(m, n, k, layout, 1)
-    a, b = w.make_inputs(p)
-    o = torch.empty(w.out_shape, device="cuda", dtype=p.dtype)
+    a, b, o = operands(layout, m, n, k, p)
     for state in STATES:
         set_state(state)
-        for _ in range(5):
-            pg.gemm(a, b, out=o)
-        torch.cuda.synchronize()
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-            for _ in range(20):
-                pg.gemm(a, b, out=o)
-            torch.cuda.synchronize()
-        times = {}
-        for e in prof.events():
-            if e.device_type == torch.autograd.DeviceType.CUDA:
-                times.setdefault(e.name[:60], []).append(
-                    e.device_time_total if hasattr(e, "device_time_total") else e.cuda_time_total)
-        print(f"profile {m}x{n}x{k} {layout} {state}: " +
-              "; ".join(f"{nm} {statistics.median(v):.2f} us x{len(v)}" for nm, v in times.items()), flush=True)
+        times = kernel_times(lambda: pg.gemm(a, b, out=o))
+        print(f"profile {m}x{n}x{k} {layout} {state}: " + "; ".join(f"{nm} {t:.2f} us" for nm, t in times.items()),
+              flush=True)
 set_state("new")

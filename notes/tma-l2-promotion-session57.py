@@ -21,14 +21,13 @@ beside torch.matmul, L2 flushed by zeroing 1 GiB as the benchmark does; every la
 (notes/switch_rounds.py).
     python3 notes/tma-l2-promotion-session57.py OUT.jsonl [GRID ...]
     python3 notes/tma-l2-promotion-session57.py --summary OUT.jsonl   # (no GPU) the tables below, from a run's file"""
-import json, math, os, statistics, sys
+import json, math, os, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch
 import pycutlass_gemm as pg
 from pycutlass_gemm import _C
-from pycutlass_gemm import bench_timing as bt
-from pycutlass_gemm.bench_cases import PRECISIONS, Workload
-from switch_rounds import SETTINGS, layer, runs, time_states
+from pycutlass_gemm.bench_cases import PRECISIONS
+from switch_rounds import kernel_times, layer, operands, runs, time_fns, time_states
 
 PROMOTIONS = (128, 256, 0)  # bytes; 128 first: CUTLASS's, what ships
 
@@ -91,45 +90,21 @@ def set_promotion(promotion):
     _C.set_experiment("tma_l2_promotion_bytes", promotion)
 
 
-def kernel_times(fn, runs=20):
-    """{kernel name: median us} of what fn launches (torch.profiler, no flush)."""
-    for _ in range(5):
-        fn()
-    torch.cuda.synchronize()
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-        for _ in range(runs):
-            fn()
-        torch.cuda.synchronize()
-    times = {}
-    for e in prof.events():
-        if e.device_type == torch.autograd.DeviceType.CUDA:
-            times.setdefault(e.name[:70], []).append(getattr(e, "device_time_total", None) or e.cuda_time_total)
-    return {name: statistics.median(v) for name, v in times.items()}
-
-
 if not sys.argv[2:] or "long-k" in sys.argv[2:]:
     set_promotion(128)
     for e in range(15, 20):
-        w = Workload.problem(256, 256, 1 << e, "rr", 1)
-        a, b = w.make_inputs(p)
-        o = torch.empty(w.out_shape, device="cuda", dtype=p.dtype)
+        a, b, o = operands("rr", 256, 256, 1 << e, p)
         for who, fn in (("auto", lambda: pg.gemm(a, b, out=o)), ("torch", lambda: torch.matmul(a, b, out=o))):
             times = kernel_times(fn)
             print(f"profile 256x256x{1 << e} rr {who}: " + "; ".join(f"{nm} {t:.1f} us" for nm, t in times.items()) +
                   f"; sum {sum(times.values()):.1f} us", flush=True)
 
     # The floor: reading the operands once (torch.sum, fp32 accumulation), L2 flushed as the benchmark does.
-    flush = bt.flush_buffer(SETTINGS)
     for layout, (m, n, k) in (("rc", (16, 4096, 4096)), ("rc", (128, 4096, 4096)), ("rr", (176, 4096, 4096)),
                               ("rr", (256, 256, 131072)), ("rr", (256, 256, 524288))):
-        w = Workload.problem(m, n, k, layout, 1)
-        a, b = w.make_inputs(p)
-        o = torch.empty(w.out_shape, device="cuda", dtype=p.dtype)
-        fns = [lambda: torch.matmul(a, b, out=o), lambda: pg.gemm(a, b, out=o),
-               lambda: (a.sum(dtype=torch.float32), b.sum(dtype=torch.float32))]
-        for f in fns:
-            bt.warm_up(f, SETTINGS)
-        t = [statistics.median(x) * 1e3 for x in bt.time_interleaved(fns, flush, SETTINGS)]
+        a, b, o = operands(layout, m, n, k, p)
+        t = [ms * 1e3 for ms in time_fns([lambda: torch.matmul(a, b, out=o), lambda: pg.gemm(a, b, out=o),
+                                          lambda: (a.sum(dtype=torch.float32), b.sum(dtype=torch.float32))])]
         mb = (a.numel() + b.numel()) * a.element_size() / 1e6
         print(f"floor {m}x{n}x{k} {layout}: torch.matmul {t[0]:.1f} us, auto {t[1]:.1f}, reading A and B ({mb:.1f} MB) "
               f"{t[2]:.1f} us", flush=True)
@@ -138,9 +113,7 @@ names = [k["name"] for k in pg.kernels() if k["name"].startswith("sm90_")]
 out = open(sys.argv[1], "w")
 for grid in sys.argv[2:] or list(grids):
     for layout, (m, n, k) in grids[grid]:
-        w = Workload.problem(m, n, k, layout, 1)
-        a, b = w.make_inputs(p)
-        o = torch.full(w.out_shape, float("nan"), device="cuda", dtype=p.dtype)
+        a, b, o = operands(layout, m, n, k, p)
         auto = pg.plan(a, b)["kernel"]
         cands = ["auto"] + [x for x in names if runs(x, a, b, o)]
         torch_ms, ms, errs = time_states(a, b, o, cands, PROMOTIONS, set_promotion)
