@@ -5,12 +5,13 @@
 # Results in $OUT (4 files: the device returns at most 8), logs in /tmp (their tails are printed).
 export PYTHONUNBUFFERED=1
 R=$PWD
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 | grep -o "H[0-9]*" | tr H h)  # h100 or h200, in the result names
 OUT=$OUT SKIP_TESTS=1 PREBUILT=$PREBUILT bash scripts/gpu_check.sh || exit 1
 cd /tmp
 echo "== auto grids at $SECONDS s"
-timeout 60 python3 $R/notes/random-shapes-session47.py $OUT/one-row-auto-h200-session57.jsonl 0 0 0 56 one-row auto \
+timeout 60 python3 $R/notes/random-shapes-session47.py $OUT/one-row-auto-$GPU-session57.jsonl 0 0 0 56 one-row auto \
   > /tmp/one-row-auto.log 2>&1; tail -n 2 /tmp/one-row-auto.log
-timeout 60 python3 $R/notes/random-shapes-session47.py $OUT/pair-rows-auto-h200-session57.jsonl 0 0 0 56 pair-rows auto \
+timeout 60 python3 $R/notes/random-shapes-session47.py $OUT/pair-rows-auto-$GPU-session57.jsonl 0 0 0 56 pair-rows auto \
   > /tmp/pair-rows-auto.log 2>&1; tail -n 2 /tmp/pair-rows-auto.log
 shapes=16x4096x4096:rc:bf16,128x4096x4096:rc:bf16,128x4096x4096:rr:bf16,176x4096x4096:rr:bf16,200x4096x4096:rc:bf16
 shapes=$shapes,256x4096x4096:rc:bf16,256x256x131072:rr:bf16,256x256x524288:rr:bf16,1000x3000x777:rr:bf16
@@ -29,4 +30,4 @@ OUT=/tmp/sk192 SKIP_TESTS=1 SKBUILD_CMAKE_DEFINE="PYCUTLASS_GEMM_KERNELS=^sm90_b
 cd /tmp
 echo "== streamk-192 band at $SECONDS s"
 KERNELS=$kernels timeout $(( 590 - SECONDS )) python3 $R/notes/random-shapes-session47.py \
-  $OUT/band-streamk192-h200-session57.jsonl 0 0 0 57 band > /tmp/band-sk192.log 2>&1; tail -n 30 /tmp/band-sk192.log | cut -c1-250
+  $OUT/band-streamk192-$GPU-session57.jsonl 0 0 0 57 band > /tmp/band-sk192.log 2>&1; tail -n 30 /tmp/band-sk192.log | cut -c1-250
