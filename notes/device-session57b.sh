@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The second call (~400 s), with the first call's wheel: auto under session 56's rules on the one-row / pair-rows
-# grids, the bench's shapes list (issue 10's rows and session 56's rule shapes), then the stream-K 128x192 candidates.
+# grids, then the stream-K 128x192 candidates.
 #   run(command="PREBUILT=<wheel dir> bash notes/device-session57b.sh", carry=[".whl", "<wheel dir>"])
 # Results in $OUT (4 files: the device returns at most 8), logs in /tmp (their tails are printed).
 export PYTHONUNBUFFERED=1
@@ -13,13 +13,6 @@ timeout 60 python3 $R/notes/random-shapes-session47.py $OUT/one-row-auto-$GPU-se
   > /tmp/one-row-auto.log 2>&1; tail -n 2 /tmp/one-row-auto.log
 timeout 60 python3 $R/notes/random-shapes-session47.py $OUT/pair-rows-auto-$GPU-session57.jsonl 0 0 0 56 pair-rows auto \
   > /tmp/pair-rows-auto.log 2>&1; tail -n 2 /tmp/pair-rows-auto.log
-shapes=16x4096x4096:rc:bf16,128x4096x4096:rc:bf16,128x4096x4096:rr:bf16,176x4096x4096:rr:bf16,200x4096x4096:rc:bf16
-shapes=$shapes,256x4096x4096:rc:bf16,256x256x131072:rr:bf16,256x256x524288:rr:bf16,1000x3000x777:rr:bf16
-shapes=$shapes,2048x1001x2048:rr:bf16,4096x4096x4096:rc:bf16,96x7680x14336:rc:bf16,112x8192x8192:rc:bf16
-shapes=$shapes,96x8192x8192:rr:bf16,72x2048x14336:rc:bf16,176x4096x4096:rc:bf16
-echo "== bench at $SECONDS s"
-timeout 200 pycutlass-gemm bench --shapes $shapes --variant torch,auto --no-progress \
-  --json $OUT/bench-shapes-session57.json > /tmp/bench.log 2>&1; tail -n 40 /tmp/bench.log
 # Stream-K on 128x192 tiles of D^T (tuning candidates, session 57) against the registered split and persistent 128x192
 # of D^T, by name on the band grid (136-208 rows): a subset build with the candidates (~90-120 s on 16 cores).
 cd $R
