@@ -284,20 +284,6 @@ PYBIND11_MODULE(_C, m) {
     const aten_router::Counts c = aten_router::counts();
     return py::make_tuple(c.launched, c.handed_on);
   }, "(products the C++ kernels launched, products they handed on to torch) since import.");
-  m.def("set_experiment", [](const std::string& name, int value) {
-    Experiments& e = experiments();
-    if (name == "tma_l2_promotion_bytes") {
-      if (value != 0 && value != 64 && value != 128 && value != 256)
-        throw std::invalid_argument("tma_l2_promotion_bytes: 0, 64, 128 or 256, not " + std::to_string(value));
-      e.tma_l2_promotion_bytes = value;
-    } else if (name == "reduce_by_element") {
-      if (value != 0 && value != 1)
-        throw std::invalid_argument("reduce_by_element: 0 or 1, not " + std::to_string(value));
-      e.reduce_by_element = value != 0;
-    } else {
-      throw std::invalid_argument("no experiment switch named '" + name + "' (gemm_problem.h, Experiments)");
-    }
-  }, "Sets one of the switches experiment scripts use to time two code paths in one process (gemm_problem.h).");
   m.def("driver_version", [] {
     int v = 0;
     if (cudaDriverGetVersion(&v) != cudaSuccess) cudaGetLastError();

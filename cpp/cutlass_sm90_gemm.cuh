@@ -27,8 +27,6 @@
 // 192-row tiles of D: 128x192 tiles of D^T, where the user's M fills 192-row tiles better.
 #pragma once
 
-#include "tma_l2_promotion.h"  // first: before CuTe's TMA code, whose L2 promotion it makes a per-launch choice
-
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -332,8 +330,6 @@ class CutlassSm90Gemm : public GemmKernel {
     cutlass_adapter::make_context_current(device);  // before the TMA descriptors are encoded
     cutlass::Status status = GemmKernelType::initialize_workspace(args, workspace, stream);
     if (status != cutlass::Status::kSuccess) cutlass_adapter::throw_status(info_.name, "initialize_workspace", status);
-    const TmaL2PromotionScope promotion(  // the descriptors' L2 promotion: CUTLASS's 128 bytes unless an experiment sets it
-        tma_l2_promotion_of(experiments().tma_l2_promotion_bytes.load(std::memory_order_relaxed)));
     typename GemmKernelType::Params params = GemmKernelType::to_underlying_arguments(args, workspace);
     allow_shared_memory_once(device);
     cudaLaunchConfig_t config{};

@@ -215,9 +215,4 @@ int64_t readable_bytes(const void* ptr, int64_t used) {
   return std::max<int64_t>(used, static_cast<int64_t>(base + size - address));
 }
 
-Experiments& experiments() {
-  static Experiments switches;
-  return switches;
-}
-
 }  // namespace pycutlass_gemm

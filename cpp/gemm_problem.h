@@ -5,7 +5,6 @@
 // builds and imports on a machine with a CPU-only torch and no GPU.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -167,18 +166,5 @@ bool programmatic_launch_allowed();
 // rather than have TMA fill them (CutlassSm90Gemm::tma_rows). PYCUTLASS_GEMM_READ_PAST_EDGE=0 keeps every operand
 // to its own bytes (TMA fills the rows past the edge); read once.
 int64_t readable_bytes(const void* ptr, int64_t used);
-
-// Switches that let one process time two code paths in the same shuffled rounds, set from an experiment script
-// through _C.set_experiment(name, value); the defaults are what ships. Each says which measurement it waits for,
-// and goes once that has run.
-struct Experiments {
-  // Bytes of L2 promotion of the SM90 kernels' TMA descriptors: 0, 64, 128 (CUTLASS's) or 256 (tma_l2_promotion.h).
-  // For notes/tma-l2-promotion-session57.py.
-  std::atomic<int> tma_l2_promotion_bytes{128};
-  // The split-K reduction's per-output epilogue for every D, its row packs off (split_k_reduce.cu). For
-  // notes/split-reduce-session56.py.
-  std::atomic<bool> reduce_by_element{false};
-};
-Experiments& experiments();
 
 }  // namespace pycutlass_gemm

@@ -154,8 +154,7 @@ template <typename T>
 bool row_packs_of_d(const GemmProblem& p) {
   const auto multiple_of_4 = [](int64_t stride, int64_t extent) { return extent <= 1 || stride % 4 == 0; };
   return p.n % 4 == 0 && p.d.col_stride == 1 && multiple_of_4(p.d.row_stride, p.m) &&
-         multiple_of_4(p.d.batch_stride, p.batch) && reinterpret_cast<uintptr_t>(p.d.ptr) % (4 * sizeof(T)) == 0 &&
-         !experiments().reduce_by_element.load(std::memory_order_relaxed);
+         multiple_of_4(p.d.batch_stride, p.batch) && reinterpret_cast<uintptr_t>(p.d.ptr) % (4 * sizeof(T)) == 0;
 }
 
 }  // namespace

@@ -245,7 +245,10 @@ def candidates():
     ] + [  # ... and the registered split of 128x192 tiles of D^T (K in slices as a batch, fp32 partials, a pass adding
         # them: 176 x 4096 x 4096 rr 16.0 + 7.2 us in ncu, session 55, against cuBLAS's one 17.7 us kernel) with stream-K's
         # in-kernel fixup instead: 32 tiles of 64 k tiles each over the SMs, no second launch and no partials for all of
-        # D. Written in session 57 (no GPU lent): compiled for sm_90a only, not yet timed
+        # D. Session 58, H100, by name on the band grid (108 problems, 136-208 rows, rr / rc; worst error 1.8e-3): the
+        # registered split or persistent 128x192 of D^T was faster at 107, geomean 0.82x their time (136 x 4096 x 4096
+        # rc 34.8 us against the split's 25.2); ahead by 3% at one (208 x 11008 x 4096 rr, where every kernel is behind
+        # cuBLAS). Not registered
         Kernel("sm90", "bf16", la_lb[0], la_lb[1], (128, 192, 64), (1, 1), "coop", "streamk", swap_ab=True)
         for la_lb in ("rr", "rc")
     ]

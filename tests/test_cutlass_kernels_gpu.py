@@ -228,31 +228,6 @@ def test_split_k_reduction_writes_every_form_of_d(variant, m, n, k, dtype, form)
     assert err < tolerance(dtype, "ieee", k)
 
 
-# The experiment switch of the TMA descriptors' L2 promotion (cpp/tma_l2_promotion.h): every value encodes descriptors
-# the kernels run right with (a cache hint, no other change), and the switch goes back to CUTLASS's 128 bytes.
-PROMOTION_PRODUCTS = [("sm90_bf16_rr_128x64x64_c1x2_coop_splitk", 256, 256, 32768, "row", "row"),
-                      ("sm90_bf16_rc_64x64x64_c2x1_pingpong_persistent", 128, 4096, 4096, "row", "col"),
-                      ("sm90_bf16_rc_128x256x64_c2x1_coop_persistent", 1000, 1200, 2056, "row", "col")]
-
-
-@pytest.mark.parametrize("promotion", [0, 64, 128, 256])
-@pytest.mark.parametrize("variant, m, n, k, la, lb", PROMOTION_PRODUCTS, ids=[p[0] for p in PROMOTION_PRODUCTS])
-def test_tma_l2_promotion_keeps_products_right(variant, m, n, k, la, lb, promotion):
-    if variant not in {kern["name"] for kern in pg.kernels()}:
-        pytest.skip(f"{variant} is not built")
-    a, b = matrix(m, k, la, torch.bfloat16), matrix(k, n, lb, torch.bfloat16)
-    out = poisoned(m, n, torch.bfloat16)
-    assert pg.can_run(variant, a, b, out=out) == ""
-    pg._C.set_experiment("tma_l2_promotion_bytes", promotion)
-    try:
-        pg.gemm(a, b, variant=variant, out=out)
-    finally:
-        pg._C.set_experiment("tma_l2_promotion_bytes", 128)
-    err = rel_error(out, a, b)
-    print(f"{variant} {m}x{n}x{k} L2 promotion {promotion} B: error vs fp64 {err:.2e}")
-    assert err < tolerance(torch.bfloat16, "ieee", k)
-
-
 # Every SM90 kernel on a problem it runs (split-K: long K over few tiles), for the test below.
 BACK_TO_BACK = [Case(kern, *aligned_shape(kern, *(SPLIT_K_SHAPES[0] if splits_k_in_parallel(kern) else (384, 264, 520))), 0)
                 for kern in cutlass_kernels() if kern["family"] == "cutlass_sm90"]

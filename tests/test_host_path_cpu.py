@@ -220,15 +220,3 @@ def test_kept_cxx_kernels_hand_sparse_products_on(routing):
     sparse = dense.relu().to_sparse()
     b = torch.randn(5, 3)
     assert torch.allclose(torch.mm(sparse, b), dense.relu() @ b)
-
-
-@pytest.mark.parametrize("name, value, match", [
-    ("tma_l2_promotion_bytes", 3, "0, 64, 128 or 256"),
-    ("reduce_by_element", 2, "0 or 1"),
-    ("reduce_by_elements", 1, "no experiment switch named 'reduce_by_elements'"),
-])
-def test_experiment_switches_refuse_what_they_do_not_know(name, value, match):
-    """The switches experiment scripts set (cpp/gemm_problem.h, Experiments): a misspelt name or an unknown value
-    raises, so a measurement never times one path twice believing it timed two."""
-    with pytest.raises(ValueError, match=match):
-        _C.set_experiment(name, value)
