@@ -6,7 +6,7 @@
 #   run(command="PREBUILT=.scratch/wheel58 bash notes/device-session57a.sh", carry=[".whl", ".scratch/wheel58"])
 export PYTHONUNBUFFERED=1
 R=$PWD
-GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 | grep -o "H[0-9]*" | tr H h)  # h100 or h200, in the result names
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 | grep -o "H[0-9][0-9]*" | head -n 1 | tr H h)  # h100 or h200, in the result names
 OUT=$OUT SKIP_TESTS=1 bash scripts/gpu_check.sh || exit 1
 cd /tmp
 echo "== split-reduce at $SECONDS s"; timeout 90 python3 $R/notes/split-reduce-session56.py $OUT/split-reduce-$GPU-session57.jsonl > $OUT/split-reduce.log 2>&1; tail -n 8 $OUT/split-reduce.log

@@ -5,7 +5,7 @@
 # Results in $OUT (4 files: the device returns at most 8), logs in /tmp (their tails are printed).
 export PYTHONUNBUFFERED=1
 R=$PWD
-GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 | grep -o "H[0-9]*" | tr H h)  # h100 or h200, in the result names
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 | grep -o "H[0-9][0-9]*" | head -n 1 | tr H h)  # h100 or h200, in the result names
 OUT=$OUT SKIP_TESTS=1 PREBUILT=$PREBUILT bash scripts/gpu_check.sh || exit 1
 cd /tmp
 echo "== auto grids at $SECONDS s"
@@ -18,7 +18,7 @@ timeout 60 python3 $R/notes/random-shapes-session47.py $OUT/pair-rows-auto-$GPU-
 cd $R
 mkdir -p /tmp/sk192; echo "== streamk-192 build at $SECONDS s"
 kernels='128x192x64_c(1x1_coop_streamk|2x1_coop_splitk|2x1_coop_persistent)_swapab'
-OUT=/tmp/sk192 SKIP_TESTS=1 SKBUILD_CMAKE_DEFINE="PYCUTLASS_GEMM_KERNELS=^sm90_bf16_r[rc]_$kernels\$;PYCUTLASS_GEMM_TUNING=ON" \
+PREBUILT= OUT=/tmp/sk192 SKIP_TESTS=1 SKBUILD_CMAKE_DEFINE="PYCUTLASS_GEMM_KERNELS=^sm90_bf16_r[rc]_$kernels\$;PYCUTLASS_GEMM_TUNING=ON" \
   bash scripts/gpu_check.sh || exit 1
 cd /tmp
 echo "== streamk-192 band at $SECONDS s"

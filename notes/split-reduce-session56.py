@@ -1,4 +1,6 @@
 """Session 56: the split-K reduction writes D a pack of 4 outputs at a time (kRowPacks, cpp/split_k_reduce.cu).
+Ran in session 58 (H100, ccb910e's code: notes/split-reduce-h100-2026-12-05-session58.jsonl.gz): the split kernels
+1.016-1.036x faster with the packs, so the switch was removed (29f6c56); the script needs ccb910e to run again.
 
 Session 55's ncu (notes/ncu-memory-bound-h200-2026-12-05-session55.txt) found the reduction after 176 x 4096 x 4096 rr's
 split-K product (4 slices of 128x192 tiles of D^T: 11.5 MB of fp32 partials) at 7.2 us beside a 16 us product. Its

@@ -1,4 +1,6 @@
 """Session 57: the L2 promotion of the SM90 kernels' TMA descriptors, 128 bytes (CUTLASS's) against 256 and none.
+Ran in session 58 (H100, ccb910e's code: notes/tma-l2-promotion-h100-2026-12-05-session58.jsonl.gz): auto within 1%
+either way, so the switch and tma_l2_promotion.h were removed (29f6c56); the script needs ccb910e to run again.
 
 A descriptor's L2 promotion is the size in which L2 fills a miss from HBM. CUTLASS 4.2 encodes every tiled descriptor
 with 128 bytes; DeepGEMM encodes its with 256. Session 55's ncu (notes/ncu-memory-bound-h200-2026-12-05-session55.txt)
