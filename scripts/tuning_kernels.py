@@ -104,6 +104,10 @@ def candidates():
         for la_lb in ("rr", "cr") for cluster in ((1, 1), (2, 1))
     ] + [
         Kernel("sm90", "bf16", "r", "r", (64, 128, 64), (2, 1), "pingpong", "splitk"),
+        # ... and cuBLAS's own tile at 256 x 256 x K <= 65536 (nvjet 64x64 2x1 split-K: 11.2 us at K = 32768 on the H100,
+        # where our 128x64 c1x2 split takes 15.9; session 58's profile). Written in session 58, compiled for sm_90a
+        # only, not yet timed
+        Kernel("sm90", "bf16", "r", "r", (64, 64, 64), (2, 1), "pingpong", "splitk"),
     ] + [  # tf32 with A and B MN-major (transposed A): other shapes of the register-sourced path beside the
         # registered 256x128 c1x2 (its c2x1 twin ran within 1%: 2048x4096x8192 0.498 / 0.497 ms)
         Kernel("sm90", "tf32", "c", "r", (128, 128, 32), (1, 1), "pingpong", "persistent"),
