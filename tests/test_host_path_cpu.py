@@ -219,4 +219,7 @@ def test_kept_cxx_kernels_hand_sparse_products_on(routing):
     dense = torch.randn(4, 5)
     sparse = dense.relu().to_sparse()
     b = torch.randn(5, 3)
-    assert torch.allclose(torch.mm(sparse, b), dense.relu() @ b)
+    # Against float64 with fp32's tolerance: sparse and dense mm sum in different orders, so an output that nearly
+    # cancels differs by more than allclose's default atol of 1e-8 (session 58's CI saw it fail there).
+    ref = dense.relu().double() @ b.double()
+    assert torch.allclose(torch.mm(sparse, b).double(), ref, rtol=1e-5, atol=1e-5 * ref.abs().max().item())
